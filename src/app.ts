@@ -1,0 +1,75 @@
+// The service: its middleware order and its route table, with the role each route needs.
+import type { Config } from './config.ts';
+import type { Db } from './db/database.ts';
+import { createRefreshTokenRepository } from './db/refresh-tokens.ts';
+import { createUserRepository } from './db/users.ts';
+import { createAccessTokens } from './domain/access-tokens.ts';
+import type { AuthUser, Role } from './domain/auth-user.ts';
+import { systemClock, type Clock } from './domain/clock.ts';
+import { SlidingWindowLimiter } from './domain/rate-limiter.ts';
+import { compose } from './http/chain.ts';
+import type { Context } from './http/context.ts';
+import { cors } from './http/cors.ts';
+import { createListener } from './http/listener.ts';
+import { createLogger, type Logger } from './http/logger.ts';
+import { route, type Route } from './http/operation.ts';
+import { authenticate, authorize, routeRequest, runOperation } from './http/pipeline.ts';
+import { Router } from './http/router.ts';
+import { authOperations } from './routes/auth.ts';
+import { systemOperations } from './routes/system.ts';
+import { userOperations } from './routes/users.ts';
+
+export interface AppDeps {
+  db: Db;
+  config: Config;
+  clock?: Clock;
+  fetch?: typeof globalThis.fetch;
+  logger?: Logger;
+}
+
+const ANYONE = 'public';
+const SIGNED_IN = 'signed_in';
+const ADMIN: readonly Role[] = ['admin'];
+
+/** Returns the request listener and the route table of the service. */
+export function createApp({ db, config, clock = systemClock, logger = createLogger(config.logLevel) }: AppDeps) {
+  const users = createUserRepository(db);
+  const accessTokens = createAccessTokens(config.tokenSecret, config.accessTokenTtlSeconds);
+  const signInFailures = new SlidingWindowLimiter({ limit: config.signInMaxFailures, windowMs: config.signInWindowSeconds * 1000 });
+
+  const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(db), accessTokens, signInFailures, config, clock });
+  const people = userOperations({ users, clock });
+  const system = systemOperations({ db, routes: () => routes });
+
+  const routes: Route[] = [
+    route('GET', '/health', ANYONE, system.health),
+    route('GET', '/v1/openapi.json', ANYONE, system.openapi),
+
+    route('POST', '/v1/auth/sign-in', ANYONE, auth.signIn),
+    route('POST', '/v1/auth/refresh', ANYONE, auth.refresh),
+    route('POST', '/v1/auth/sign-out', SIGNED_IN, auth.signOut),
+
+    route('GET', '/v1/me', SIGNED_IN, people.me),
+    route('GET', '/v1/users', ADMIN, people.list),
+    route('POST', '/v1/users', ADMIN, people.create),
+    route('PATCH', '/v1/users/{id}', ADMIN, people.update),
+  ];
+
+  const router = new Router<Route>();
+  for (const r of routes) router.add(r.method, r.path, r);
+
+  const activeUser = (id: string): AuthUser | undefined => {
+    const user = users.findUser(id);
+    return user?.isActive ? { id: user.id, role: user.role } : undefined;
+  };
+
+  const handle = compose<Context>([
+    cors(config.corsOrigins),
+    routeRequest(router), // 404, 405
+    authenticate(accessTokens, activeUser, clock), // 401
+    authorize(), // 403
+    runOperation(), // 400, then the handler
+  ]);
+
+  return { listener: createListener(handle, logger), routes };
+}

@@ -1,0 +1,122 @@
+// Configuration from environment variables, validated once at start-up.
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { LOG_LEVELS, type LogLevel } from './http/logger.ts';
+
+export type LlmProvider = 'openai' | 'anthropic' | 'local';
+
+export interface Config {
+  port: number;
+  host: string;
+  databasePath: string;
+  /** HMAC key for access tokens, at least 32 bytes. */
+  tokenSecret: Buffer;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  llm: {
+    provider: LlmProvider;
+    baseUrl: string | undefined;
+    apiKey: string | undefined;
+    model: string | undefined;
+    timeoutMs: number;
+    maxRetries: number;
+  };
+  corsOrigins: string[];
+  logLevel: LogLevel;
+  /** Failed sign-ins allowed per client address and email within the window. */
+  signInMaxFailures: number;
+  signInWindowSeconds: number;
+  /** Campaign generations and chat messages allowed per user per minute. */
+  modelCallsPerMinute: number;
+  admin: { email: string | undefined; password: string | undefined; name: string | undefined };
+}
+
+/** A configuration value that stops the process; the message names the variable. */
+export class ConfigError extends Error {
+  constructor(variable: string, problem: string) {
+    super(`${variable}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Returns the validated configuration; throws `ConfigError` naming the first bad variable. */
+export function loadConfig(env: Env): Config {
+  const text = (name: string) => {
+    const value = env[name]?.trim();
+    return value ? value : undefined;
+  };
+  const integer = (name: string, fallback: number, min: number, max: number) => {
+    const raw = text(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || value < min || value > max) {
+      throw new ConfigError(name, `expected a whole number from ${min} to ${max}, got "${raw}"`);
+    }
+    return value;
+  };
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
+    const raw = text(name) ?? fallback;
+    if (!allowed.includes(raw as T)) throw new ConfigError(name, `expected one of ${allowed.join(', ')}, got "${raw}"`);
+    return raw as T;
+  };
+  const url = (name: string) => {
+    const raw = text(name);
+    if (raw !== undefined && !/^https?:\/\/[^\s]+$/.test(raw)) throw new ConfigError(name, `expected an http(s) URL, got "${raw}"`);
+    return raw?.replace(/\/+$/, '');
+  };
+
+  const databasePath = text('DATABASE_PATH') ?? './data/campaigns.db';
+  const baseUrl = url('LLM_BASE_URL');
+  const provider = oneOf<LlmProvider>('LLM_PROVIDER', ['openai', 'anthropic', 'local'], baseUrl ? 'openai' : 'local');
+  if (provider === 'openai' && !baseUrl) throw new ConfigError('LLM_BASE_URL', 'required when LLM_PROVIDER is openai');
+  const corsOrigins = (text('CORS_ORIGINS') ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+  for (const origin of corsOrigins) {
+    if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new ConfigError('CORS_ORIGINS', `"${origin}" is not an origin like https://app.example.com`);
+  }
+
+  return {
+    port: integer('PORT', 3000, 0, 65535),
+    host: text('HOST') ?? '127.0.0.1',
+    databasePath,
+    tokenSecret: tokenSecret(text('TOKEN_SECRET'), databasePath),
+    accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL', 900, 1, 86_400),
+    refreshTokenTtlSeconds: integer('REFRESH_TOKEN_TTL', 604_800, 60, 31_536_000),
+    llm: {
+      provider,
+      baseUrl: baseUrl ?? (provider === 'anthropic' ? 'https://api.anthropic.com/v1' : undefined),
+      apiKey: text('LLM_API_KEY'),
+      model: text('LLM_MODEL'),
+      timeoutMs: integer('LLM_TIMEOUT_MS', 20_000, 100, 600_000),
+      maxRetries: integer('LLM_MAX_RETRIES', 2, 0, 10),
+    },
+    corsOrigins,
+    logLevel: oneOf<LogLevel>('LOG_LEVEL', LOG_LEVELS, 'info'),
+    signInMaxFailures: integer('SIGN_IN_MAX_FAILURES', 8, 1, 1000),
+    signInWindowSeconds: integer('SIGN_IN_WINDOW_SECONDS', 900, 1, 86_400),
+    modelCallsPerMinute: integer('MODEL_CALLS_PER_MINUTE', 30, 1, 100_000),
+    admin: { email: text('ADMIN_EMAIL'), password: env.ADMIN_PASSWORD, name: text('ADMIN_NAME') },
+  };
+}
+
+/** The secret from `TOKEN_SECRET`, else the one kept beside the database, created on first start. */
+function tokenSecret(configured: string | undefined, databasePath: string): Buffer {
+  if (configured !== undefined) {
+    const secret = Buffer.from(configured, 'utf8');
+    if (secret.length < 32) throw new ConfigError('TOKEN_SECRET', 'must be at least 32 bytes long');
+    return secret;
+  }
+  if (databasePath === ':memory:') return randomBytes(32);
+  const file = `${databasePath}.secret`;
+  if (existsSync(file)) {
+    const stored = readFileSync(file, 'utf8').trim();
+    if (stored.length < 64) throw new ConfigError('TOKEN_SECRET', `the stored secret in ${file} is too short; delete it to create a new one`);
+    return Buffer.from(stored, 'hex');
+  }
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+  chmodSync(file, 0o600);
+  return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+}

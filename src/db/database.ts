@@ -1,0 +1,45 @@
+// The one module that opens the database: pragmas, then upgrades, then schema.sql.
+import Database from 'better-sqlite3';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+export type Db = Database.Database;
+
+/** The schema version this release writes; `PRAGMA user_version` holds the version of a database. */
+export const SCHEMA_VERSION = 1;
+
+/**
+ * Steps that bring a database from version N to N + 1, for changes `CREATE ... IF NOT EXISTS`
+ * in schema.sql cannot make by itself (new columns, rewritten data). New tables and indexes need no step.
+ */
+const UPGRADES: Record<number, (db: Db) => void> = {};
+
+const SCHEMA_SQL = readFileSync(new URL('../../schema.sql', import.meta.url), 'utf8');
+
+/** Returns an open database at `path` (its folder is created), upgraded to the current schema. */
+export function openDatabase(path: string): Db {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  // Readers never block the writer and the writer never blocks readers; the CLI can write while the server runs.
+  db.pragma('journal_mode = WAL');
+  // With WAL, NORMAL loses no committed data on a process crash and fsyncs far less often.
+  db.pragma('synchronous = NORMAL');
+  // Declared REFERENCES are enforced (SQLite leaves them off by default).
+  db.pragma('foreign_keys = ON');
+  // Another process holding the write lock (the user CLI, a backup) makes us wait, not fail.
+  db.pragma('busy_timeout = 5000');
+  migrate(db);
+  return db;
+}
+
+function migrate(db: Db): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version > SCHEMA_VERSION) {
+    throw new Error(`The database has schema version ${version}; this release knows up to ${SCHEMA_VERSION}. Upgrade the service.`);
+  }
+  db.transaction(() => {
+    for (let from = version; from > 0 && from < SCHEMA_VERSION; from++) UPGRADES[from]?.(db);
+    db.exec(SCHEMA_SQL);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  }).immediate();
+}

@@ -1,0 +1,5 @@
+// Time, injected so tests control it.
+
+export type Clock = () => Date;
+
+export const systemClock: Clock = () => new Date();

@@ -1,0 +1,97 @@
+// The OpenAPI 3.1 document, generated from the route table and the schemas that validate requests.
+import { toJsonSchema } from '@valibot/to-json-schema';
+import type * as v from 'valibot';
+import type { ErrorCode } from '../domain/errors.ts';
+import { Problem } from '../schemas/common.ts';
+import type { Route } from './operation.ts';
+import { PROBLEMS } from './problem.ts';
+
+type JsonSchema = Record<string, unknown>;
+
+function jsonSchema(schema: v.GenericSchema, typeMode: 'input' | 'output'): JsonSchema {
+  const { $schema: _ignored, ...rest } = toJsonSchema(schema, { target: 'draft-2020-12', typeMode, errorMode: 'ignore' }) as JsonSchema;
+  return rest;
+}
+
+/** Every failure a route can answer with: its own, plus validation, authentication, role and internal ones. */
+export function problemCodes(route: Route): ErrorCode[] {
+  const op = route.operation;
+  const codes = new Set<ErrorCode>(op.problems ?? []);
+  if (op.body || op.query || op.params) codes.add('validation_failed');
+  if (op.body) codes.add('payload_too_large').add('unsupported_media_type');
+  if (route.access !== 'public') codes.add('unauthenticated');
+  if (Array.isArray(route.access)) codes.add('forbidden');
+  codes.add('internal_error');
+  return [...codes].sort((a, b) => PROBLEMS[a].status - PROBLEMS[b].status);
+}
+
+function parameters(route: Route): JsonSchema[] {
+  const inPath = [...route.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({
+    name,
+    in: 'path',
+    required: true,
+    schema: { type: 'string', minLength: 1 },
+  }));
+  const query = route.operation.query ? jsonSchema(route.operation.query, 'input') : { properties: {} };
+  const required = new Set((query.required as string[] | undefined) ?? []);
+  const inQuery = Object.entries((query.properties ?? {}) as Record<string, JsonSchema>).map(([name, schema]) => ({
+    name,
+    in: 'query',
+    required: required.has(name),
+    schema,
+  }));
+  return [...inPath, ...inQuery];
+}
+
+function responses(route: Route): JsonSchema {
+  const versionHeader = { 'x-api-version': { schema: { type: 'string', const: 'v1' } } };
+  const out: JsonSchema = {
+    '200': {
+      description: 'Success',
+      headers: versionHeader,
+      content: { 'application/json': { schema: jsonSchema(route.operation.response, 'output') } },
+    },
+  };
+  for (const code of problemCodes(route)) {
+    const status = String(PROBLEMS[code].status);
+    const existing = out[status] as { description: string } | undefined;
+    if (existing) {
+      existing.description += `, \`${code}\``;
+      continue;
+    }
+    out[status] = {
+      description: `Problem: \`${code}\``,
+      content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+    };
+  }
+  return out;
+}
+
+/** Returns the OpenAPI 3.1 document describing every route. */
+export function buildOpenApi(routes: readonly Route[]): JsonSchema {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const route of routes) {
+    const op = route.operation;
+    const entry: JsonSchema = {
+      operationId: op.operationId,
+      summary: op.summary,
+      tags: [op.tag],
+      security: route.access === 'public' ? [] : [{ bearerAuth: [] }],
+      parameters: parameters(route),
+      responses: responses(route),
+    };
+    if (Array.isArray(route.access)) entry['x-roles'] = route.access;
+    if (op.body) entry.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(op.body, 'input') } } };
+    (paths[route.path] ??= {})[route.method.toLowerCase()] = entry;
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Campaign drafting service', version: 'v1' },
+    servers: [{ url: '/' }],
+    paths,
+    components: {
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } },
+      schemas: { Problem: jsonSchema(Problem, 'output') },
+    },
+  };
+}

@@ -1,0 +1,68 @@
+// The middleware that routes, authenticates, authorizes and runs an operation.
+import type { AuthUser } from '../domain/auth-user.ts';
+import type { AccessTokens } from '../domain/access-tokens.ts';
+import type { Clock } from '../domain/clock.ts';
+import { AppError } from '../domain/errors.ts';
+import { readJsonBody } from './body.ts';
+import type { Middleware } from './chain.ts';
+import type { Context } from './context.ts';
+import { STREAMED, type Route } from './operation.ts';
+import { sendJson } from './respond.ts';
+import type { Router } from './router.ts';
+import { parseInput, queryObject } from './validate.ts';
+
+/** Finds the route: unknown paths are 404, a known path with another method is 405 with `Allow`. */
+export function routeRequest(router: Router<Route>): Middleware<Context> {
+  return async (ctx, next) => {
+    const found = router.lookup(ctx.method, ctx.path);
+    if (found.kind === 'not_found') throw new AppError('not_found', `No endpoint at ${ctx.path}.`);
+    if (found.kind === 'method_not_allowed') {
+      const allow = found.allow.join(', ');
+      throw new AppError('method_not_allowed', `${ctx.method} is not allowed here; use ${allow}.`, { headers: { allow } });
+    }
+    ctx.route = found.match.route;
+    ctx.params = found.match.params;
+    await next();
+  };
+}
+
+/** Requires a valid bearer token from a user who still exists and is active, on every non-public route. */
+export function authenticate(tokens: AccessTokens, findUser: (id: string) => AuthUser | undefined, clock: Clock): Middleware<Context> {
+  return async (ctx, next) => {
+    if (ctx.route?.access === 'public') return next();
+    const header = ctx.req.headers.authorization ?? '';
+    const match = /^Bearer +([^\s]+) *$/i.exec(header);
+    const claims = match?.[1] ? tokens.verify(match[1], clock()) : null;
+    const user = claims ? findUser(claims.sub) : undefined;
+    if (!user) {
+      throw new AppError('unauthenticated', header ? 'The access token is invalid or expired.' : 'Sign in and send the access token as a Bearer token.');
+    }
+    ctx.user = user;
+    await next();
+  };
+}
+
+/** Rejects signed-in users whose role the route does not allow, before anything else is looked at. */
+export function authorize(): Middleware<Context> {
+  return async (ctx, next) => {
+    const access = ctx.route?.access;
+    if (Array.isArray(access) && !(ctx.user && access.includes(ctx.user.role))) {
+      throw new AppError('forbidden', 'Your role does not allow this action.');
+    }
+    await next();
+  };
+}
+
+/** Validates path, query and body, runs the operation and sends its result as JSON with status 200. */
+export function runOperation(): Middleware<Context> {
+  return async (ctx) => {
+    const op = ctx.route!.operation;
+    const params = op.params ? parseInput(op.params, ctx.params, 'path') : ctx.params;
+    const query = op.query ? parseInput(op.query, queryObject(op.query, ctx.query), 'query') : {};
+    const body = op.body ? parseInput(op.body, await readJsonBody(ctx.req), 'body') : undefined;
+    const result = await op.handle({ body, query, params, user: ctx.user, ctx });
+    if (result === STREAMED) return;
+    ctx.status = 200;
+    sendJson(ctx.res, 200, result);
+  };
+}

@@ -1,0 +1,38 @@
+// The one place that knows which error code means which HTTP status, and the problem document shape.
+import { AppError, type ErrorCode, type FieldError } from '../domain/errors.ts';
+
+export const PROBLEMS: Record<ErrorCode, { status: number; title: string }> = {
+  validation_failed: { status: 400, title: 'Validation failed' },
+  invalid_credentials: { status: 401, title: 'Invalid credentials' },
+  unauthenticated: { status: 401, title: 'Unauthenticated' },
+  session_expired: { status: 401, title: 'Session expired' },
+  forbidden: { status: 403, title: 'Forbidden' },
+  not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  conflict: { status: 409, title: 'Conflict' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  rate_limited: { status: 429, title: 'Too many requests' },
+  internal_error: { status: 500, title: 'Internal error' },
+  llm_error: { status: 502, title: 'Model reply unusable' },
+  llm_unavailable: { status: 503, title: 'Model provider unavailable' },
+};
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  traceId: string;
+  errors?: FieldError[];
+}
+
+/** Returns the RFC 9457 problem document for any thrown value; unknown errors become a generic `internal_error`. */
+export function toProblem(error: unknown, traceId: string): Problem {
+  const known = error instanceof AppError ? error : new AppError('internal_error', 'The server failed to handle this request.');
+  const { status, title } = PROBLEMS[known.code];
+  const problem: Problem = { type: `urn:problem:${known.code}`, title, status, detail: known.message, code: known.code, traceId };
+  if (known.extra.errors) problem.errors = known.extra.errors;
+  return problem;
+}

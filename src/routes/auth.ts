@@ -1,0 +1,90 @@
+// auth.signIn, auth.refresh, auth.signOut.
+import type { Config } from '../config.ts';
+import type { RefreshTokenRepository } from '../db/refresh-tokens.ts';
+import type { User, UserRepository } from '../db/users.ts';
+import type { AccessTokens } from '../domain/access-tokens.ts';
+import type { Clock } from '../domain/clock.ts';
+import { AppError } from '../domain/errors.ts';
+import { DUMMY_PASSWORD_HASH, verifyPassword } from '../domain/passwords.ts';
+import type { SlidingWindowLimiter } from '../domain/rate-limiter.ts';
+import { operation, publicOperation } from '../http/operation.ts';
+import { NullBody } from '../schemas/common.ts';
+import { RefreshTokenRequest, Session, SignInRequest } from '../schemas/users.ts';
+
+export interface AuthDeps {
+  users: UserRepository;
+  refreshTokens: RefreshTokenRepository;
+  accessTokens: AccessTokens;
+  signInFailures: SlidingWindowLimiter;
+  config: Pick<Config, 'accessTokenTtlSeconds' | 'refreshTokenTtlSeconds'>;
+  clock: Clock;
+}
+
+/** Returns the three authentication operations. */
+export function authOperations({ users, refreshTokens, accessTokens, signInFailures, config, clock }: AuthDeps) {
+  const session = (user: User, refreshToken: string, now: Date) => ({
+    accessToken: accessTokens.issue(user, now),
+    refreshToken,
+    expiresIn: config.accessTokenTtlSeconds,
+    user,
+  });
+
+  const signIn = publicOperation({
+    operationId: 'auth.signIn',
+    summary: 'Sign in with email and password; returns an access token and a single-use refresh token.',
+    tag: 'auth',
+    body: SignInRequest,
+    response: Session,
+    problems: ['invalid_credentials', 'rate_limited'],
+    async handle({ body, ctx }) {
+      const key = `${ctx.clientAddress}|${body.email}`;
+      const wait = signInFailures.retryAfterSeconds(key, clock());
+      if (wait > 0) {
+        throw new AppError('rate_limited', `Too many failed sign-ins; try again in ${wait} seconds.`, {
+          headers: { 'retry-after': String(wait) },
+        });
+      }
+      // Counted before the check so that parallel guesses cannot slip past the limit; a success clears it.
+      signInFailures.record(key, clock());
+      const found = users.findCredentials(body.email);
+      // Unknown emails are checked against a dummy hash so both cases take the same time.
+      const matches = await verifyPassword(body.password, found?.passwordHash ?? DUMMY_PASSWORD_HASH);
+      if (!found || !matches || !found.user.isActive) {
+        throw new AppError('invalid_credentials', 'The email or password is incorrect.');
+      }
+      signInFailures.reset(key);
+      const now = clock();
+      return session(found.user, refreshTokens.startFamily(found.user.id, now, config.refreshTokenTtlSeconds), now);
+    },
+  });
+
+  const refresh = publicOperation({
+    operationId: 'auth.refresh',
+    summary: 'Exchange a refresh token for a new pair; the presented token cannot be used again.',
+    tag: 'auth',
+    body: RefreshTokenRequest,
+    response: Session,
+    problems: ['session_expired'],
+    handle({ body }) {
+      const now = clock();
+      const exchange = refreshTokens.exchangeToken(body.refreshToken, now, config.refreshTokenTtlSeconds);
+      const user = exchange.ok ? users.findUser(exchange.userId) : undefined;
+      if (!exchange.ok || !user) throw new AppError('session_expired', 'The refresh token was already used, revoked or has expired; sign in again.');
+      return session(user, exchange.refreshToken, now);
+    },
+  });
+
+  const signOut = operation({
+    operationId: 'auth.signOut',
+    summary: "Revoke the given refresh token. The access token stays valid until it expires. Repeating is not an error.",
+    tag: 'auth',
+    body: RefreshTokenRequest,
+    response: NullBody,
+    handle({ body, user }) {
+      refreshTokens.revokeToken(body.refreshToken, user.id, clock());
+      return null;
+    },
+  });
+
+  return { signIn, refresh, signOut };
+}

@@ -1,0 +1,46 @@
+// Schemas shared by several resources.
+import * as v from 'valibot';
+import { EMAIL_PATTERN } from '../domain/email.ts';
+import { ERROR_CODES } from '../domain/errors.ts';
+
+/** Largest integer a JSON client can hold exactly. */
+export const MAX_COUNTER = Number.MAX_SAFE_INTEGER;
+
+/** An email address: trimmed and lower-cased first, then checked against the specification's pattern. */
+export const Email = v.pipe(
+  v.string(),
+  v.trim(),
+  v.toLowerCase(),
+  v.maxLength(254, 'Must be at most 254 characters.'),
+  v.regex(EMAIL_PATTERN, 'Must be a valid email address.'),
+);
+
+/** A string trimmed of surrounding white space, then limited to `min`..`max` characters. */
+export function TrimmedText(min: number, max: number) {
+  return v.pipe(
+    v.string(),
+    v.trim(),
+    v.minLength(min, `Must be at least ${min} character${min === 1 ? '' : 's'} long.`),
+    v.maxLength(max, `Must be at most ${max} characters long.`),
+  );
+}
+
+export const Counter = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(MAX_COUNTER));
+
+export const Timestamp = v.pipe(v.string(), v.minLength(1), v.description('ISO 8601 UTC, as 2026-09-30T00:00:00.000Z'));
+
+/** A path `{id}`: opaque, never validated beyond being present. */
+export const IdParams = v.object({ id: v.pipe(v.string(), v.minLength(1)) });
+
+/** The body of sign-out and deletes. */
+export const NullBody = v.null();
+
+export const Problem = v.object({
+  type: v.string(),
+  title: v.string(),
+  status: v.pipe(v.number(), v.integer()),
+  detail: v.string(),
+  code: v.picklist(ERROR_CODES),
+  errors: v.optional(v.array(v.object({ field: v.string(), message: v.string() }))),
+  traceId: v.string(),
+});
