@@ -1,0 +1,147 @@
+// Test harness: the real server on port 0 with a temporary database, a controllable clock, and HTTP helpers.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createApp } from '../src/app.ts';
+import { loadConfig, type Config } from '../src/config.ts';
+import { openDatabase, type Db } from '../src/db/database.ts';
+import { createUserRepository, type User } from '../src/db/users.ts';
+import type { Role } from '../src/domain/auth-user.ts';
+import { hashPassword } from '../src/domain/passwords.ts';
+import { createLogger } from '../src/http/logger.ts';
+
+export const PASSWORD = 'correct horse battery';
+let passwordHash: Promise<string> | undefined;
+
+/** A clock tests move by hand; starts at a fixed instant. */
+export class TestClock {
+  constructor(public current = new Date('2026-11-20T12:00:00.000Z')) {}
+  now = (): Date => new Date(this.current.getTime());
+  advance(ms: number): void {
+    this.current = new Date(this.current.getTime() + ms);
+  }
+  set(iso: string): void {
+    this.current = new Date(iso);
+  }
+}
+
+export interface Reply<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  token?: string;
+  headers?: Record<string, string>;
+  /** Raw body sent as is (with the given headers); overrides `body`. */
+  raw?: string | Buffer;
+}
+
+export interface TestService {
+  url: string;
+  db: Db;
+  config: Config;
+  clock: TestClock;
+  logLines: Record<string, unknown>[];
+  request<T = any>(method: string, path: string, options?: RequestOptions): Promise<Reply<T>>;
+  /** Creates a user directly in the database (password PASSWORD) and returns it. */
+  createUser(role: Role, email?: string): Promise<User>;
+  /** Signs in and returns the session. */
+  signIn(email: string, password?: string): Promise<{ accessToken: string; refreshToken: string; user: User }>;
+  /** Creates a user of the role and returns an access token for them. */
+  tokenFor(role: Role): Promise<string>;
+  close(): Promise<void>;
+}
+
+let userCounter = 0;
+
+/** Starts the service on a free port with a fresh database; `env` adds configuration variables. */
+export async function startService(options: { env?: Record<string, string>; clock?: TestClock; fetch?: typeof fetch } = {}): Promise<TestService> {
+  const dir = mkdtempSync(join(tmpdir(), 'campaigns-test-'));
+  const config = loadConfig({
+    DATABASE_PATH: join(dir, 'test.db'),
+    TOKEN_SECRET: 'test-secret-that-is-at-least-32-bytes-long',
+    LOG_LEVEL: 'info',
+    ...options.env,
+  });
+  const clock = options.clock ?? new TestClock();
+  const db = openDatabase(config.databasePath);
+  const logLines: Record<string, unknown>[] = [];
+  const logger = createLogger(config.logLevel, (line) => logLines.push(JSON.parse(line) as Record<string, unknown>), clock.now);
+  const app = createApp({ db, config, clock: clock.now, logger, fetch: options.fetch });
+  const server: Server = createServer(app.listener);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const users = createUserRepository(db);
+
+  const request = async <T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<Reply<T>> => {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let body: string | Buffer | undefined = opts.raw;
+    if (body === undefined && opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const response = await fetch(url + path, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: response.status, headers: response.headers, body: parsed as T, text };
+  };
+
+  const createUser = async (role: Role, email = `user${++userCounter}.${role}@example.com`) => {
+    passwordHash ??= hashPassword(PASSWORD);
+    return users.insertUser({ email, fullName: `Test ${role}`, role, passwordHash: await passwordHash }, clock.now());
+  };
+
+  const signIn = async (email: string, password = PASSWORD) => {
+    const reply = await request('POST', '/v1/auth/sign-in', { body: { email, password } });
+    if (reply.status !== 200) throw new Error(`sign-in failed: ${reply.status} ${reply.text}`);
+    return reply.body;
+  };
+
+  return {
+    url,
+    db,
+    config,
+    clock,
+    logLines,
+    request,
+    createUser,
+    signIn,
+    async tokenFor(role) {
+      const user = await createUser(role);
+      return (await signIn(user.email)).accessToken;
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Asserts a problem document: status, code, content type, version header, trace id, and the named fields in order. */
+export function assertProblem(reply: Reply, status: number, code: string, fields?: string[]): void {
+  assert.equal(reply.status, status, reply.text);
+  assert.match(reply.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  assert.equal(reply.headers.get('x-api-version'), 'v1');
+  assert.equal(reply.body.code, code, reply.text);
+  assert.equal(reply.body.status, status);
+  assert.equal(typeof reply.body.title, 'string');
+  assert.equal(typeof reply.body.detail, 'string');
+  assert.equal(typeof reply.body.type, 'string');
+  assert.equal(reply.body.traceId, reply.headers.get('x-trace-id'));
+  if (fields) assert.deepEqual(reply.body.errors?.map((e: { field: string }) => e.field), fields, reply.text);
+}
