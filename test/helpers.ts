@@ -40,7 +40,7 @@ export interface RequestOptions {
   token?: string;
   headers?: Record<string, string>;
   /** Raw body sent as is (with the given headers); overrides `body`. */
-  raw?: string | Buffer;
+  raw?: string | Uint8Array;
 }
 
 export interface TestService {
@@ -83,12 +83,12 @@ export async function startService(options: { env?: Record<string, string>; cloc
   const request = async <T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<Reply<T>> => {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-    let body: string | Buffer | undefined = opts.raw;
+    let body: string | Uint8Array | undefined = opts.raw;
     if (body === undefined && opts.body !== undefined) {
       body = JSON.stringify(opts.body);
       headers['content-type'] ??= 'application/json';
     }
-    const response = await fetch(url + path, { method, headers, body });
+    const response = await fetch(url + path, { method, headers, body: body as RequestInit['body'] });
     const text = await response.text();
     let parsed: unknown = undefined;
     try {

@@ -1,5 +1,5 @@
 // Short-lived access tokens: an HMAC-SHA256-signed JSON payload, `<payload>.<signature>` in base64url.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ROLES, type Role } from './auth-user.ts';
 
 export interface AccessClaims {
@@ -12,6 +12,8 @@ export interface AccessClaims {
   exp: number;
   /** which key signed it */
   kid: string;
+  /** random token id: two tokens issued in the same second still differ */
+  jti: string;
 }
 
 export interface AccessTokens {
@@ -24,22 +26,23 @@ export interface AccessTokens {
 /** Returns an issuer and verifier of access tokens signed with `secret`. */
 export function createAccessTokens(secret: Buffer, ttlSeconds: number): AccessTokens {
   const kid = createHash('sha256').update(secret).digest('base64url').slice(0, 8);
-  const sign = (payload: string) => createHmac('sha256', secret).update(payload).digest();
+  const sign = (payload: string) => createHmac('sha256', secret).update(payload).digest('base64url');
 
   return {
     issue(user, now) {
       const iat = Math.floor(now.getTime() / 1000);
-      const claims: AccessClaims = { sub: user.id, role: user.role, iat, exp: iat + ttlSeconds, kid };
+      const claims: AccessClaims = { sub: user.id, role: user.role, iat, exp: iat + ttlSeconds, kid, jti: randomBytes(9).toString('base64url') };
       const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
-      return `${payload}.${sign(payload).toString('base64url')}`;
+      return `${payload}.${sign(payload)}`;
     },
 
     verify(token, now) {
-      const parts = token.split('.');
-      if (parts.length !== 2) return null;
-      const [payload = '', signature = ''] = parts;
-      const given = Buffer.from(signature, 'base64url');
-      const expected = sign(payload);
+      // Compared as canonical base64url text: decoding first would accept many spellings of one signature.
+      const match = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})$/.exec(token);
+      if (!match) return null;
+      const [, payload = '', signature = ''] = match;
+      const given = Buffer.from(signature, 'latin1');
+      const expected = Buffer.from(sign(payload), 'latin1');
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
       const claims = parseClaims(Buffer.from(payload, 'base64url').toString('utf8'));
       if (!claims || claims.kid !== kid || claims.exp * 1000 <= now.getTime()) return null;
@@ -56,7 +59,8 @@ function parseClaims(json: string): AccessClaims | null {
       ROLES.includes(value.role as Role) &&
       Number.isSafeInteger(value.iat) &&
       Number.isSafeInteger(value.exp) &&
-      typeof value.kid === 'string';
+      typeof value.kid === 'string' &&
+      typeof value.jti === 'string';
     return wellFormed ? (value as AccessClaims) : null;
   } catch {
     return null;
