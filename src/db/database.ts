@@ -28,7 +28,12 @@ export function openDatabase(path: string): Db {
   db.pragma('foreign_keys = ON');
   // Another process holding the write lock (the user CLI, a backup) makes us wait, not fail.
   db.pragma('busy_timeout = 5000');
-  migrate(db);
+  try {
+    migrate(db);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   return db;
 }
 

@@ -1,0 +1,312 @@
+// GET /v1/me, admin user management over HTTP, and the user CLI (product.md sections 1 and 3).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, test } from 'node:test';
+import { createApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { createUserRepository, type User } from '../src/db/users.ts';
+import { assertProblem, startService, type TestService } from './helpers.ts';
+
+const USER_KEYS = ['createdAt', 'email', 'fullName', 'id', 'isActive', 'role'];
+const NEW_PASSWORD = 'a brand new password';
+
+let service: TestService;
+let admin: User;
+let adminToken: string;
+
+before(async () => {
+  service = await startService();
+  admin = await service.createUser('admin');
+  adminToken = (await service.signIn(admin.email)).accessToken;
+});
+after(() => service.close());
+
+function countUsersWithEmail(target: TestService, email: string): number {
+  return (target.db.prepare('SELECT count(*) AS n FROM users WHERE email = ?').get(email) as { n: number }).n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GET /v1/me
+
+test('GET /v1/me returns the signed-in user with exactly the User fields', async () => {
+  const reply = await service.request('GET', '/v1/me', { token: adminToken });
+  assert.equal(reply.status, 200, reply.text);
+  assert.deepEqual(Object.keys(reply.body).sort(), USER_KEYS);
+  assert.deepEqual(reply.body, {
+    id: admin.id,
+    fullName: 'Test admin',
+    email: admin.email,
+    role: 'admin',
+    isActive: true,
+    createdAt: service.clock.now().toISOString(),
+  });
+});
+
+test('GET /v1/me without a token is 401 unauthenticated', async () => {
+  const reply = await service.request('GET', '/v1/me');
+  assertProblem(reply, 401, 'unauthenticated');
+});
+
+// ---------------------------------------------------------------------------------------------
+// Only admins manage users
+
+for (const role of ['lifecycle_marketer', 'marketing_lead'] as const) {
+  test(`a ${role} gets 403 forbidden on GET /v1/users, POST /v1/users and PATCH /v1/users/{id}`, async () => {
+    const user = await service.createUser(role);
+    const { accessToken } = await service.signIn(user.email);
+
+    assertProblem(await service.request('GET', '/v1/users', { token: accessToken }), 403, 'forbidden');
+
+    const email = `made.by.${role}@example.com`;
+    const create = await service.request('POST', '/v1/users', {
+      token: accessToken,
+      body: { email, fullName: 'Should Not Exist', role: 'admin', password: NEW_PASSWORD },
+    });
+    assertProblem(create, 403, 'forbidden');
+    assert.equal(countUsersWithEmail(service, email), 0);
+
+    // Forbidden is decided before the body is looked at.
+    assertProblem(await service.request('POST', '/v1/users', { token: accessToken, body: { role: 'boss' } }), 403, 'forbidden');
+
+    const demote = await service.request('PATCH', `/v1/users/${admin.id}`, { token: accessToken, body: { role: role, isActive: false } });
+    assertProblem(demote, 403, 'forbidden');
+    const promote = await service.request('PATCH', `/v1/users/${user.id}`, { token: accessToken, body: { role: 'admin' } });
+    assertProblem(promote, 403, 'forbidden');
+    // ... and before the object: an unknown id is still 403, not 404.
+    assertProblem(await service.request('PATCH', '/v1/users/no-such-user', { token: accessToken, body: {} }), 403, 'forbidden');
+
+    const adminNow = await service.request('GET', '/v1/me', { token: adminToken });
+    assert.equal(adminNow.body.role, 'admin');
+    assert.equal(adminNow.body.isActive, true);
+    const self = await service.request('GET', '/v1/me', { token: accessToken });
+    assert.equal(self.body.role, role);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Admins create, list, change and deactivate users
+
+let created: User;
+
+test('an admin creates a user: 200 with exactly the User fields, email lower-cased, role as given, active', async () => {
+  const reply = await service.request('POST', '/v1/users', {
+    token: adminToken,
+    body: { email: '  New.Person@Example.COM ', fullName: 'New Person', role: 'marketing_lead', password: NEW_PASSWORD },
+  });
+  assert.equal(reply.status, 200, reply.text);
+  assert.deepEqual(Object.keys(reply.body).sort(), USER_KEYS);
+  assert.equal(typeof reply.body.id, 'string');
+  assert.ok(reply.body.id.length > 0);
+  assert.equal(reply.body.email, 'new.person@example.com');
+  assert.equal(reply.body.fullName, 'New Person');
+  assert.equal(reply.body.role, 'marketing_lead');
+  assert.equal(reply.body.isActive, true);
+  assert.equal(reply.body.createdAt, service.clock.now().toISOString());
+  created = reply.body;
+
+  // The password given is the one that signs in.
+  const session = await service.signIn('new.person@example.com', NEW_PASSWORD);
+  assert.equal(session.user.id, created.id);
+  assert.equal(session.user.role, 'marketing_lead');
+});
+
+test('an admin lists users: the list includes the new user and the admin', async () => {
+  const reply = await service.request('GET', '/v1/users', { token: adminToken });
+  assert.equal(reply.status, 200, reply.text);
+  assert.ok(Array.isArray(reply.body));
+  for (const user of reply.body) assert.deepEqual(Object.keys(user).sort(), USER_KEYS);
+  assert.deepEqual(
+    reply.body.find((user: User) => user.id === created.id),
+    created,
+  );
+  assert.equal(reply.body.find((user: User) => user.id === admin.id)?.role, 'admin');
+});
+
+test('creating a user with an email that exists in another case is 409 conflict', async () => {
+  const reply = await service.request('POST', '/v1/users', {
+    token: adminToken,
+    body: { email: 'NEW.PERSON@example.com', fullName: 'Someone Else', role: 'admin', password: NEW_PASSWORD },
+  });
+  assertProblem(reply, 409, 'conflict');
+  assert.equal(countUsersWithEmail(service, 'new.person@example.com'), 1);
+  const list = await service.request('GET', '/v1/users', { token: adminToken });
+  assert.equal(list.body.find((user: User) => user.id === created.id)?.role, 'marketing_lead');
+});
+
+test('an admin changes a user\'s role (and name) with PATCH', async () => {
+  const reply = await service.request('PATCH', `/v1/users/${created.id}`, {
+    token: adminToken,
+    body: { role: 'lifecycle_marketer', fullName: 'Renamed Person' },
+  });
+  assert.equal(reply.status, 200, reply.text);
+  assert.deepEqual(reply.body, { ...created, role: 'lifecycle_marketer', fullName: 'Renamed Person' });
+
+  const list = await service.request('GET', '/v1/users', { token: adminToken });
+  assert.deepEqual(
+    list.body.find((user: User) => user.id === created.id),
+    reply.body,
+  );
+});
+
+test('PATCH /v1/users/{id} of an unknown id is 404 not_found', async () => {
+  const reply = await service.request('PATCH', '/v1/users/no-such-user', { token: adminToken, body: { role: 'admin' } });
+  assertProblem(reply, 404, 'not_found');
+});
+
+test('deactivating a user ends their access at once: access token 401 unauthenticated, refresh token 401 session_expired', async () => {
+  const user = await service.createUser('lifecycle_marketer');
+  const session = await service.signIn(user.email);
+  const before = await service.request('GET', '/v1/me', { token: session.accessToken });
+  assert.equal(before.status, 200);
+
+  const reply = await service.request('PATCH', `/v1/users/${user.id}`, { token: adminToken, body: { isActive: false } });
+  assert.equal(reply.status, 200, reply.text);
+  assert.deepEqual(reply.body, { ...user, isActive: false });
+
+  // The access token has not expired (the clock has not moved), yet it no longer works.
+  assertProblem(await service.request('GET', '/v1/me', { token: session.accessToken }), 401, 'unauthenticated');
+  assertProblem(await service.request('POST', '/v1/auth/refresh', { body: { refreshToken: session.refreshToken } }), 401, 'session_expired');
+  const revoked = service.db.prepare('SELECT revoked_reason FROM refresh_tokens WHERE user_id = ?').all(user.id) as { revoked_reason: string | null }[];
+  assert.ok(revoked.length > 0);
+  assert.ok(revoked.every((row) => row.revoked_reason !== null));
+
+  const list = await service.request('GET', '/v1/users', { token: adminToken });
+  assert.equal(list.body.find((u: User) => u.id === user.id)?.isActive, false);
+});
+
+test('demoting or deactivating the last active admin is 409 conflict', async () => {
+  const own = await startService();
+  try {
+    const onlyAdmin = await own.createUser('admin');
+    const { accessToken } = await own.signIn(onlyAdmin.email);
+    // Inactive admins do not count.
+    const inactiveAdmin = await own.createUser('admin');
+    own.db.prepare('UPDATE users SET is_active = 0 WHERE id = ?').run(inactiveAdmin.id);
+
+    assertProblem(await own.request('PATCH', `/v1/users/${onlyAdmin.id}`, { token: accessToken, body: { role: 'marketing_lead' } }), 409, 'conflict');
+    assertProblem(await own.request('PATCH', `/v1/users/${onlyAdmin.id}`, { token: accessToken, body: { isActive: false } }), 409, 'conflict');
+    assertProblem(
+      await own.request('PATCH', `/v1/users/${onlyAdmin.id}`, { token: accessToken, body: { fullName: 'Changed', role: 'lifecycle_marketer' } }),
+      409,
+      'conflict',
+    );
+    const me = await own.request('GET', '/v1/me', { token: accessToken });
+    assert.deepEqual(me.body, onlyAdmin, 'a rejected change changes nothing');
+
+    // With a second active admin the same change is allowed.
+    const secondAdmin = await own.createUser('admin');
+    const demote = await own.request('PATCH', `/v1/users/${onlyAdmin.id}`, { token: accessToken, body: { role: 'marketing_lead' } });
+    assert.equal(demote.status, 200, demote.text);
+    assert.equal(demote.body.role, 'marketing_lead');
+    assert.equal(secondAdmin.role, 'admin');
+  } finally {
+    await own.close();
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// The user CLI
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CLI_PASSWORD = 'cli password 123';
+
+interface CliResult {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+function runCli(databasePath: string, args: string[], input = ''): CliResult {
+  const env: Record<string, string | undefined> = { ...process.env, DATABASE_PATH: databasePath, LOG_LEVEL: 'silent' };
+  delete env.NODE_TEST_CONTEXT;
+  delete env.TOKEN_SECRET; // the CLI finds the secret beside the database, as the server does
+  try {
+    const stdout = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/user.ts', ...args], {
+      cwd: ROOT,
+      env,
+      input,
+      encoding: 'utf8',
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    return { status: 0, stdout, stderr: '' };
+  } catch (error) {
+    const failed = error as { status?: number | null; stdout?: string; stderr?: string };
+    return { status: failed.status ?? -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
+}
+
+function jsonLines(stdout: string): User[] {
+  return stdout
+    .split('\n')
+    .filter((line) => line.trim())
+    .map((line) => JSON.parse(line) as User);
+}
+
+test('the user CLI creates (password from stdin), lists, sets roles and deactivates; the user signs in over HTTP', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'campaigns-cli-'));
+  const databasePath = join(dir, 'cli.db');
+  // The service on the same database file, as an operator would run it beside the CLI.
+  const db = openDatabase(databasePath);
+  const users = createUserRepository(db);
+  const app = createApp({ db, config: loadConfig({ DATABASE_PATH: databasePath, TOKEN_SECRET: 'x'.repeat(32), LOG_LEVEL: 'silent' }) });
+  const server = createServer(app.listener);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const post = async (path: string, body: unknown) => {
+    const response = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: response.status, body: (await response.json()) as any };
+  };
+  try {
+    const create = runCli(databasePath, ['create', '--email', 'Cli.User@Example.com', '--name', 'Cli User', '--role', 'marketing_lead'], `${CLI_PASSWORD}\n`);
+    assert.equal(create.status, 0, create.stderr);
+    const [user] = jsonLines(create.stdout);
+    assert.ok(user);
+    assert.deepEqual(Object.keys(user).sort(), USER_KEYS);
+    assert.equal(user.email, 'cli.user@example.com');
+    assert.equal(user.fullName, 'Cli User');
+    assert.equal(user.role, 'marketing_lead');
+    assert.equal(user.isActive, true);
+
+    const signIn = await post('/v1/auth/sign-in', { email: 'cli.user@example.com', password: CLI_PASSWORD });
+    assert.equal(signIn.status, 200, JSON.stringify(signIn.body));
+    assert.equal(signIn.body.user.id, user.id);
+
+    const list = runCli(databasePath, ['list']);
+    assert.equal(list.status, 0, list.stderr);
+    assert.deepEqual(jsonLines(list.stdout), [user]);
+
+    const setRole = runCli(databasePath, ['set-role', '--email', 'cli.user@example.com', '--role', 'lifecycle_marketer']);
+    assert.equal(setRole.status, 0, setRole.stderr);
+    assert.deepEqual(jsonLines(setRole.stdout), [{ ...user, role: 'lifecycle_marketer' }]);
+
+    const deactivate = runCli(databasePath, ['deactivate', '--email', 'CLI.User@example.com']);
+    assert.equal(deactivate.status, 0, deactivate.stderr);
+    assert.match(deactivate.stdout, /cli\.user@example\.com/);
+    assert.deepEqual(users.listUsers(), [{ ...user, role: 'lifecycle_marketer', isActive: false }]);
+    // Deactivation also revoked the sessions the user had.
+    const refresh = await post('/v1/auth/refresh', { refreshToken: signIn.body.refreshToken });
+    assert.equal(refresh.status, 401);
+    assert.equal(refresh.body.code, 'session_expired');
+    const me = await fetch(`${url}/v1/me`, { headers: { authorization: `Bearer ${signIn.body.accessToken}` } });
+    assert.equal(me.status, 401);
+    assert.equal(((await me.json()) as { code: string }).code, 'unauthenticated');
+
+    const badRole = runCli(databasePath, ['create', '--email', 'other@example.com', '--name', 'Other', '--role', 'boss'], `${CLI_PASSWORD}\n`);
+    assert.equal(badRole.status, 2, badRole.stdout);
+    assert.match(badRole.stderr, /--role/);
+    assert.equal(users.countUsers(), 1, 'a failed create stores nothing');
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
