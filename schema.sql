@@ -27,3 +27,61 @@ CREATE TABLE IF NOT EXISTS refresh_tokens (
 CREATE INDEX IF NOT EXISTS refresh_tokens_by_family ON refresh_tokens (family_id);
 -- Revoking a user's tokens on deactivation, and pruning their expired ones at sign-in.
 CREATE INDEX IF NOT EXISTS refresh_tokens_by_user ON refresh_tokens (user_id, expires_at);
+
+-- Version 2: customers and their live aggregates.
+
+CREATE TABLE IF NOT EXISTS customers (
+  id                 INTEGER PRIMARY KEY AUTOINCREMENT, -- AUTOINCREMENT: a deleted customer's id is never handed out again
+  name               TEXT NOT NULL,
+  email              TEXT NOT NULL UNIQUE,              -- lower-cased; the UNIQUE index also finds duplicates on import
+  country            TEXT NOT NULL,                     -- as entered, trimmed
+  country_key        TEXT NOT NULL,                     -- lower-cased country: what filters and segments compare
+  total_transactions INTEGER NOT NULL CHECK (total_transactions >= 0),
+  amount_cents       INTEGER NOT NULL CHECK (amount_cents >= 0), -- totalAmountSpent in cents, so sums stay exact
+  last_activity_at   INTEGER NOT NULL,
+  status             TEXT NOT NULL CHECK (status IN ('active', 'inactive', 'churned')),
+  created_at         INTEGER NOT NULL,
+  updated_at         INTEGER NOT NULL
+) STRICT;
+
+-- customers.list default sort (lastActivityDate), and its status and country filters, which read the index in
+-- order and skip non-matching rows; each entry ends with the rowid, which is the id tie-break. Also
+-- customers.health: the active customers of the stale cut-off day who went idle before the cut-off instant.
+CREATE INDEX IF NOT EXISTS customers_by_activity ON customers (last_activity_at);
+-- customers.list sort=totalAmountSpent, and customers.top (highest spend first).
+CREATE INDEX IF NOT EXISTS customers_by_amount ON customers (amount_cents);
+-- customers.list sort=totalTransactions.
+CREATE INDEX IF NOT EXISTS customers_by_transactions ON customers (total_transactions);
+-- customers.list sort=name, alphabetical without regard to case.
+CREATE INDEX IF NOT EXISTS customers_by_name ON customers (name COLLATE NOCASE);
+
+-- customers.list search: substrings of "name\nemail" of three characters or more, case-insensitive. Contentless:
+-- it stores only the trigram index, not a second copy of the text.
+CREATE VIRTUAL TABLE IF NOT EXISTS customer_search USING fts5 (
+  text, content = '', contentless_delete = 1, tokenize = 'trigram'
+);
+
+-- Aggregates kept up to date in the same transaction as every customer write, so reads never scan customers.
+-- customers.kpis, customers.health, customers.top totalValue, customers.list total without filters or by status.
+CREATE TABLE IF NOT EXISTS customer_totals (
+  status       TEXT PRIMARY KEY,
+  customers    INTEGER NOT NULL,
+  amount_cents INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+-- customers.activityTrend (days summed per month) and customers.health stale actives (whole days before the cut-off).
+CREATE TABLE IF NOT EXISTS customer_days (
+  status       TEXT NOT NULL,
+  day          INTEGER NOT NULL,                 -- UTC days since 1970-01-01 of last activity
+  customers    INTEGER NOT NULL,
+  amount_cents INTEGER NOT NULL,
+  PRIMARY KEY (status, day)
+) STRICT, WITHOUT ROWID;
+
+-- customers.list total when filtered by country.
+CREATE TABLE IF NOT EXISTS customer_countries (
+  country_key  TEXT NOT NULL,
+  status       TEXT NOT NULL,
+  customers    INTEGER NOT NULL,
+  PRIMARY KEY (country_key, status)
+) STRICT, WITHOUT ROWID;

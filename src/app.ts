@@ -1,6 +1,7 @@
 // The service: its middleware order and its route table, with the role each route needs.
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
+import { createCustomerRepository } from './db/customers.ts';
 import { createRefreshTokenRepository } from './db/refresh-tokens.ts';
 import { createUserRepository } from './db/users.ts';
 import { createAccessTokens } from './domain/access-tokens.ts';
@@ -16,6 +17,7 @@ import { route, type Route } from './http/operation.ts';
 import { authenticate, authorize, routeRequest, runOperation } from './http/pipeline.ts';
 import { Router } from './http/router.ts';
 import { authOperations } from './routes/auth.ts';
+import { customerOperations } from './routes/customers.ts';
 import { systemOperations } from './routes/system.ts';
 import { userOperations } from './routes/users.ts';
 
@@ -30,6 +32,7 @@ export interface AppDeps {
 const ANYONE = 'public';
 const SIGNED_IN = 'signed_in';
 const ADMIN: readonly Role[] = ['admin'];
+const LEAD_OR_ADMIN: readonly Role[] = ['marketing_lead', 'admin'];
 
 /** Returns the request listener and the route table of the service. */
 export function createApp({ db, config, clock = systemClock, logger = createLogger(config.logLevel) }: AppDeps) {
@@ -39,6 +42,7 @@ export function createApp({ db, config, clock = systemClock, logger = createLogg
 
   const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(db), accessTokens, signInFailures, config, clock });
   const people = userOperations({ users, clock });
+  const customers = customerOperations({ customers: createCustomerRepository(db), clock });
   const system = systemOperations({ db, routes: () => routes });
 
   const routes: Route[] = [
@@ -53,6 +57,17 @@ export function createApp({ db, config, clock = systemClock, logger = createLogg
     route('GET', '/v1/users', ADMIN, people.list),
     route('POST', '/v1/users', ADMIN, people.create),
     route('PATCH', '/v1/users/{id}', ADMIN, people.update),
+
+    route('GET', '/v1/customers', SIGNED_IN, customers.list),
+    route('POST', '/v1/customers', SIGNED_IN, customers.create),
+    route('GET', '/v1/customers/kpis', SIGNED_IN, customers.kpis),
+    route('GET', '/v1/customers/trend', SIGNED_IN, customers.trend),
+    route('GET', '/v1/customers/health', SIGNED_IN, customers.health),
+    route('GET', '/v1/customers/top', SIGNED_IN, customers.top),
+    route('POST', '/v1/customers/import', SIGNED_IN, customers.importMany),
+    route('GET', '/v1/customers/{id}', SIGNED_IN, customers.get),
+    route('PATCH', '/v1/customers/{id}', SIGNED_IN, customers.update),
+    route('DELETE', '/v1/customers/{id}', LEAD_OR_ADMIN, customers.remove),
   ];
 
   const router = new Router<Route>();

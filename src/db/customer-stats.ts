@@ -68,8 +68,8 @@ export function createCustomerStats(db: Db) {
     `SELECT coalesce(sum(customers), 0) AS n FROM customer_days WHERE status = 'active' AND day < ?`,
   );
   const activeBetween = db.prepare<[number, number], { n: number }>(
-    `SELECT count(*) AS n FROM customers INDEXED BY customers_active_by_activity
-     WHERE status = 'active' AND last_activity_at >= ? AND last_activity_at < ?`,
+    `SELECT count(*) AS n FROM customers INDEXED BY customers_by_activity
+     WHERE last_activity_at >= ? AND last_activity_at < ? AND status = 'active'`,
   );
   const daysFrom = db.prepare<[number, number], { status: CustomerStatus; day: number; customers: number; amount_cents: number }>(
     'SELECT status, day, customers, amount_cents FROM customer_days WHERE day >= ? AND day < ? ORDER BY day',

@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
 export type Db = Database.Database;
 
 /** The schema version this release writes; `PRAGMA user_version` holds the version of a database. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /**
  * Steps that bring a database from version N to N + 1, for changes `CREATE ... IF NOT EXISTS`
@@ -26,6 +26,8 @@ export function openDatabase(path: string): Db {
   db.pragma('synchronous = NORMAL');
   // Declared REFERENCES are enforced (SQLite leaves them off by default).
   db.pragma('foreign_keys = ON');
+  // 64 MiB of page cache: the customer indexes of a large base stay in memory, so writes touch fewer cold pages.
+  db.pragma('cache_size = -65536');
   // Another process holding the write lock (the user CLI, a backup) makes us wait, not fail.
   db.pragma('busy_timeout = 5000');
   try {

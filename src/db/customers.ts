@@ -1,0 +1,272 @@
+// SQL for customers: list, get, insert (single and batch), update, delete. Every write keeps the search index
+// and the aggregate tables in the same transaction. Knows no HTTP.
+import { AppError } from '../domain/errors.ts';
+import { countryKey, type Customer, type CustomerRecord, type CustomerStatus } from '../domain/customers.ts';
+import { createCustomerStats, StatsDelta } from './customer-stats.ts';
+import type { Db } from './database.ts';
+import { isUniqueViolation } from './users.ts';
+
+export const CUSTOMER_SORTS = ['name', 'totalAmountSpent', 'totalTransactions', 'lastActivityDate'] as const;
+export type CustomerSort = (typeof CUSTOMER_SORTS)[number];
+
+export interface CustomerQuery {
+  /** Trimmed; empty means no search. */
+  search: string;
+  status: CustomerStatus | 'all';
+  /** Trimmed; empty means every country. */
+  country: string;
+  sort: CustomerSort;
+  direction: 'asc' | 'desc';
+  page: number;
+  limit: number;
+}
+
+interface CustomerRow {
+  id: number;
+  name: string;
+  email: string;
+  country: string;
+  country_key: string;
+  total_transactions: number;
+  amount_cents: number;
+  last_activity_at: number;
+  status: CustomerStatus;
+}
+
+/** A stored customer and its numeric id, as change listeners see it. */
+export type StoredCustomer = CustomerRecord & { id: number; countryKey: string };
+
+/** Told after each committed write, in order: what was stored, and what it replaced. */
+export interface CustomerChangeListener {
+  (change: { before: StoredCustomer | undefined; after: StoredCustomer | undefined }[]): void;
+}
+
+const SORT_COLUMNS: Record<CustomerSort, string> = {
+  name: 'name COLLATE NOCASE',
+  totalAmountSpent: 'amount_cents',
+  totalTransactions: 'total_transactions',
+  lastActivityDate: 'last_activity_at',
+};
+
+/** Trigram search needs three characters; shorter terms fall back to LIKE. */
+const TRIGRAM = 3;
+
+type SearchMode = 'none' | 'trigram' | 'like';
+
+function toCustomer(row: CustomerRow): Customer {
+  return {
+    id: String(row.id),
+    name: row.name,
+    email: row.email,
+    country: row.country,
+    totalTransactions: row.total_transactions,
+    totalAmountSpent: row.amount_cents / 100,
+    lastActivityDate: new Date(row.last_activity_at).toISOString(),
+    status: row.status,
+  };
+}
+
+function toStored(row: CustomerRow): StoredCustomer {
+  return {
+    id: row.id,
+    name: row.name,
+    email: row.email,
+    country: row.country,
+    countryKey: row.country_key,
+    totalTransactions: row.total_transactions,
+    amountCents: row.amount_cents,
+    lastActivityAt: row.last_activity_at,
+    status: row.status,
+  };
+}
+
+/** Returns the numeric id of an opaque customer id, or undefined when it cannot name a customer. */
+function parseId(id: string): number | undefined {
+  return /^[1-9]\d{0,15}$/.test(id) && Number.isSafeInteger(Number(id)) ? Number(id) : undefined;
+}
+
+function searchText(name: string, email: string): string {
+  return `${name}\n${email}`;
+}
+
+/** Returns the FTS5 phrase that matches `term` as a substring. */
+function phrase(term: string): string {
+  return `"${term.replace(/"/g, '""')}"`;
+}
+
+function likePattern(term: string): string {
+  return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+export type CustomerRepository = ReturnType<typeof createCustomerRepository>;
+
+/** Returns the customer queries; `onChange` hears about every committed write. */
+export function createCustomerRepository(db: Db, onChange: CustomerChangeListener = () => {}) {
+  const stats = createCustomerStats(db);
+  const byId = db.prepare<[number], CustomerRow>('SELECT * FROM customers WHERE id = ?');
+  const insert = db.prepare<{ [key: string]: unknown }, never>(
+    `INSERT INTO customers (name, email, country, country_key, total_transactions, amount_cents, last_activity_at, status, created_at, updated_at)
+     VALUES (@name, @email, @country, @countryKey, @totalTransactions, @amountCents, @lastActivityAt, @status, @now, @now)
+     ON CONFLICT (email) DO NOTHING`,
+  );
+  const update = db.prepare(
+    `UPDATE customers SET name = @name, email = @email, country = @country, country_key = @countryKey,
+       total_transactions = @totalTransactions, amount_cents = @amountCents, last_activity_at = @lastActivityAt,
+       status = @status, updated_at = @now
+     WHERE id = @id`,
+  );
+  const remove = db.prepare('DELETE FROM customers WHERE id = ?');
+  const indexText = db.prepare('INSERT INTO customer_search (rowid, text) VALUES (?, ?)');
+  const unindexText = db.prepare('DELETE FROM customer_search WHERE rowid = ?');
+  const top = db.prepare<[number], CustomerRow>(
+    'SELECT * FROM customers ORDER BY amount_cents DESC, last_activity_at DESC, id DESC LIMIT ?',
+  );
+  const countTrigram = db.prepare<[string], { n: number }>('SELECT count(*) AS n FROM customer_search WHERE customer_search MATCH ?');
+
+  // Every combination of search mode, filters, sort and direction, prepared now so a typo fails at start-up.
+  const pages = new Map<string, ReturnType<typeof db.prepare>>();
+  const counts = new Map<string, ReturnType<typeof db.prepare>>();
+  const where = (mode: SearchMode, byStatus: boolean, byCountry: boolean) =>
+    [
+      mode === 'trigram' ? 'id IN (SELECT rowid FROM customer_search WHERE customer_search MATCH @match)' : '',
+      mode === 'like' ? "(name LIKE @like ESCAPE '\\' OR email LIKE @like ESCAPE '\\')" : '',
+      byStatus ? 'status = @status' : '',
+      byCountry ? 'country_key = @countryKey' : '',
+    ]
+      .filter(Boolean)
+      .join(' AND ') || '1';
+  for (const mode of ['none', 'trigram', 'like'] as const) {
+    for (const byStatus of [false, true]) {
+      for (const byCountry of [false, true]) {
+        const filter = where(mode, byStatus, byCountry);
+        counts.set(`${mode}|${byStatus}|${byCountry}`, db.prepare(`SELECT count(*) AS n FROM customers WHERE ${filter}`));
+        for (const sort of CUSTOMER_SORTS) {
+          for (const direction of ['asc', 'desc'] as const) {
+            const order = `${SORT_COLUMNS[sort]} ${direction}, id ${direction}`;
+            pages.set(
+              `${mode}|${byStatus}|${byCountry}|${sort}|${direction}`,
+              db.prepare(`SELECT * FROM customers WHERE ${filter} ORDER BY ${order} LIMIT @limit OFFSET @offset`),
+            );
+          }
+        }
+      }
+    }
+  }
+
+  const insertOne = (record: CustomerRecord, now: number, delta: StatsDelta): StoredCustomer | undefined => {
+    const key = countryKey(record.country);
+    const result = insert.run({ ...record, countryKey: key, now });
+    if (result.changes === 0) return undefined;
+    const id = Number(result.lastInsertRowid);
+    indexText.run(id, searchText(record.name, record.email));
+    const stored = { ...record, id, countryKey: key };
+    delta.add(stored, 1);
+    return stored;
+  };
+
+  const insertMany = db.transaction((records: readonly CustomerRecord[], now: number) => {
+    const delta = new StatsDelta();
+    const stored = records.map((record) => insertOne(record, now, delta));
+    stats.apply(delta);
+    return stored;
+  });
+
+  const updateOne = db.transaction((id: number, changes: Partial<CustomerRecord>, now: number) => {
+    const row = byId.get(id);
+    if (!row) throw new AppError('not_found', `No customer with id ${id}.`);
+    const before = toStored(row);
+    const merged = { ...before, ...changes };
+    const after: StoredCustomer = { ...merged, countryKey: countryKey(merged.country) };
+    try {
+      update.run({ ...after, now });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new AppError('conflict', `A customer with the email ${after.email} already exists.`);
+      throw error;
+    }
+    if (after.name !== before.name || after.email !== before.email) {
+      unindexText.run(id);
+      indexText.run(id, searchText(after.name, after.email));
+    }
+    const delta = new StatsDelta();
+    delta.add(before, -1);
+    delta.add(after, 1);
+    stats.apply(delta);
+    return { before, after };
+  });
+
+  const deleteOne = db.transaction((id: number) => {
+    const row = byId.get(id);
+    if (!row) throw new AppError('not_found', `No customer with id ${id}.`);
+    const before = toStored(row);
+    remove.run(id);
+    unindexText.run(id);
+    const delta = new StatsDelta();
+    delta.add(before, -1);
+    stats.apply(delta);
+    return before;
+  });
+
+  return {
+    stats,
+
+    /** Returns one page of customers matching the query, and how many match in all. */
+    listCustomers(query: CustomerQuery): { items: Customer[]; total: number } {
+      const term = query.search;
+      const mode: SearchMode = term === '' ? 'none' : [...term].length >= TRIGRAM ? 'trigram' : 'like';
+      const byStatus = query.status !== 'all';
+      const byCountry = query.country !== '';
+      const params = {
+        match: phrase(term),
+        like: likePattern(term),
+        status: query.status,
+        countryKey: countryKey(query.country),
+        limit: query.limit,
+        offset: (query.page - 1) * query.limit,
+      };
+      const items = (pages.get(`${mode}|${byStatus}|${byCountry}|${query.sort}|${query.direction}`)!.all(params) as CustomerRow[]).map(toCustomer);
+
+      let total: number;
+      if (mode === 'none') total = stats.countMatching(byStatus ? (query.status as CustomerStatus) : undefined, byCountry ? params.countryKey : undefined);
+      else if (mode === 'trigram' && !byStatus && !byCountry) total = countTrigram.get(params.match)!.n;
+      else {
+        total = (counts.get(`${mode}|${byStatus}|${byCountry}`)!.get(params) as { n: number }).n;
+      }
+      return { items, total };
+    },
+
+    /** Returns the highest spenders, ties by most recent activity. */
+    topCustomers(limit: number): Customer[] {
+      return top.all(limit).map(toCustomer);
+    },
+
+    /** Returns the customer with this id, or undefined. */
+    findCustomer(id: string): Customer | undefined {
+      const numeric = parseId(id);
+      const row = numeric === undefined ? undefined : byId.get(numeric);
+      return row && toCustomer(row);
+    },
+
+    /** Stores the records in one transaction; returns each one's new id, or null when its email was taken. */
+    insertCustomers(records: readonly CustomerRecord[], now: Date): (string | null)[] {
+      const stored = insertMany.immediate(records, now.getTime());
+      onChange(stored.filter((s) => s !== undefined).map((after) => ({ before: undefined, after })));
+      return stored.map((s) => (s ? String(s.id) : null));
+    },
+
+    /** Applies the changes and returns the customer; throws `not_found` or `conflict` (email taken). */
+    updateCustomer(id: string, changes: Partial<CustomerRecord>, now: Date): Customer {
+      const numeric = parseId(id);
+      if (numeric === undefined) throw new AppError('not_found', `No customer with id ${id}.`);
+      const change = updateOne.immediate(numeric, changes, now.getTime());
+      onChange([change]);
+      return toCustomer(byId.get(numeric)!);
+    },
+
+    /** Deletes the customer; throws `not_found` for an unknown id. */
+    deleteCustomer(id: string): void {
+      const numeric = parseId(id);
+      if (numeric === undefined) throw new AppError('not_found', `No customer with id ${id}.`);
+      onChange([{ before: deleteOne.immediate(numeric), after: undefined }]);
+    },
+  };
+}

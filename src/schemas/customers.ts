@@ -1,0 +1,148 @@
+// Schemas of customers, their list query, import envelope and aggregates.
+import * as v from 'valibot';
+import { CUSTOMER_SORTS } from '../db/customers.ts';
+import type { Clock } from '../domain/clock.ts';
+import { CUSTOMER_STATUSES, DAY_MS, parseIsoDate, toCents } from '../domain/customers.ts';
+import { Counter, Email, MAX_COUNTER, Timestamp, TrimmedText } from './common.ts';
+
+export const CustomerStatus = v.picklist(CUSTOMER_STATUSES, `Must be one of ${CUSTOMER_STATUSES.join(', ')}.`);
+
+/** Largest amount whose cents still fit a safe integer. */
+const MAX_AMOUNT = Math.floor(MAX_COUNTER / 100);
+
+const Money = v.pipe(
+  v.number('Must be a number.'),
+  v.finite('Must be a finite number.'),
+  v.minValue(0, 'Must be 0 or more.'),
+  v.maxValue(MAX_AMOUNT, `Must be at most ${MAX_AMOUNT}.`),
+  v.transform(toCents),
+);
+
+const Transactions = v.pipe(
+  v.number('Must be a number.'),
+  v.integer('Must be a whole number.'),
+  v.minValue(0, 'Must be 0 or more.'),
+  v.maxValue(MAX_COUNTER, `Must be at most ${MAX_COUNTER}.`),
+);
+
+/** Fields of a customer on input; the output carries cents and epoch milliseconds. Built with the clock for the future check. */
+export function customerFields(clock: Clock) {
+  return {
+    name: TrimmedText(1, 200),
+    email: Email,
+    country: TrimmedText(2, 80),
+    totalTransactions: Transactions,
+    totalAmountSpent: Money,
+    lastActivityDate: v.pipe(
+      v.string('Must be a string.'),
+      v.check((text) => parseIsoDate(text) !== undefined, 'Must be a real ISO 8601 date such as 2026-09-30 or 2026-09-30T14:00:00Z.'),
+      v.transform((text) => parseIsoDate(text)!),
+      v.check((ms) => ms <= clock().getTime() + DAY_MS, 'Must not be more than one day in the future.'),
+    ),
+    status: CustomerStatus,
+  };
+}
+
+export function CustomerInput(clock: Clock) {
+  return v.object(customerFields(clock));
+}
+
+export function CustomerChanges(clock: Clock) {
+  return v.partial(v.object(customerFields(clock)));
+}
+
+export const Customer = v.strictObject({
+  id: v.pipe(v.string(), v.minLength(1)),
+  name: v.pipe(v.string(), v.minLength(1)),
+  email: v.string(),
+  country: v.pipe(v.string(), v.minLength(2)),
+  totalTransactions: Counter,
+  totalAmountSpent: v.pipe(v.number(), v.minValue(0)),
+  lastActivityDate: Timestamp,
+  status: CustomerStatus,
+});
+
+const positive = (max: number, fallback: number) =>
+  v.optional(v.pipe(v.number(), v.integer('Must be a whole number.'), v.minValue(1, 'Must be at least 1.'), v.maxValue(max, `Must be at most ${max}.`)), fallback);
+
+export const CustomerListQuery = v.object({
+  search: v.optional(v.pipe(v.string(), v.maxLength(200, 'Must be at most 200 characters.'), v.trim()), ''),
+  status: v.optional(v.picklist([...CUSTOMER_STATUSES, 'all'], 'Must be one of active, inactive, churned, all.'), 'all'),
+  country: v.optional(v.pipe(v.string(), v.maxLength(80, 'Must be at most 80 characters.'), v.trim()), ''),
+  sort: v.optional(v.picklist(CUSTOMER_SORTS, `Must be one of ${CUSTOMER_SORTS.join(', ')}.`), 'lastActivityDate'),
+  direction: v.optional(v.picklist(['asc', 'desc'], 'Must be asc or desc.'), 'desc'),
+  page: positive(MAX_COUNTER, 1),
+  limit: positive(200, 50),
+});
+
+export const CustomerPage = v.object({
+  items: v.array(Customer),
+  total: Counter,
+  page: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  limit: v.pipe(v.number(), v.integer(), v.minValue(1)),
+});
+
+export const ImportRequest = v.object({
+  customers: v.pipe(
+    v.array(v.unknown(), 'Must be an array of customers.'),
+    v.minLength(1, 'Must hold at least 1 customer.'),
+    v.maxLength(1000, 'Must hold at most 1000 customers.'),
+    v.description('Customers as in customers.create. Each row is validated on its own: invalid rows are reported, valid rows stored.'),
+  ),
+});
+
+export const ImportReport = v.object({
+  imported: Counter,
+  skipped: Counter,
+  failures: v.array(
+    v.object({
+      row: v.pipe(v.number(), v.integer(), v.minValue(1)),
+      email: v.nullable(v.string()),
+      reason: v.string(),
+      errors: v.array(v.object({ field: v.string(), message: v.string() })),
+    }),
+  ),
+});
+
+const Money2 = v.pipe(v.number(), v.minValue(0));
+
+export const Kpis = v.object({
+  totalCustomers: Counter,
+  activeCustomers: Counter,
+  totalTransactionValue: Money2,
+  averageCustomerValue: Money2,
+  statusCounts: v.object({ active: Counter, inactive: Counter, churned: Counter }),
+});
+
+export const TrendQuery = v.object({
+  months: v.optional(v.pipe(v.number(), v.integer('Must be a whole number.'), v.minValue(3, 'Must be at least 3.'), v.maxValue(24, 'Must be at most 24.')), 6),
+});
+
+export const Trend = v.array(
+  v.object({ month: v.pipe(v.string(), v.regex(/^\d{4}-\d{2}$/)), value: Money2, customers: Counter, churned: Counter }),
+);
+
+export const Health = v.object({
+  score: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(100)),
+  level: v.picklist(['healthy', 'attention', 'critical']),
+  activeShare: v.pipe(v.number(), v.minValue(0), v.maxValue(100)),
+  churnedShare: v.pipe(v.number(), v.minValue(0), v.maxValue(100)),
+  inactiveCount: Counter,
+  staleActives: Counter,
+});
+
+export const TopQuery = v.object({ limit: positive(25, 5) });
+
+export const TopCustomers = v.object({
+  totalValue: Money2,
+  items: v.array(
+    v.object({
+      id: v.string(),
+      name: v.string(),
+      country: v.string(),
+      status: CustomerStatus,
+      totalAmountSpent: Money2,
+      totalTransactions: Counter,
+    }),
+  ),
+});
