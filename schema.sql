@@ -33,7 +33,7 @@ CREATE INDEX IF NOT EXISTS refresh_tokens_by_user ON refresh_tokens (user_id, ex
 CREATE TABLE IF NOT EXISTS customers (
   id                 INTEGER PRIMARY KEY AUTOINCREMENT, -- AUTOINCREMENT: a deleted customer's id is never handed out again
   name               TEXT NOT NULL,
-  email              TEXT NOT NULL UNIQUE,              -- lower-cased; the UNIQUE index also finds duplicates on import
+  email              TEXT NOT NULL,                     -- lower-cased; unique through customers_by_email
   country            TEXT NOT NULL,                     -- as entered, trimmed
   country_key        TEXT NOT NULL,                     -- lower-cased country: what filters and segments compare
   total_transactions INTEGER NOT NULL CHECK (total_transactions >= 0),
@@ -44,6 +44,8 @@ CREATE TABLE IF NOT EXISTS customers (
   updated_at         INTEGER NOT NULL
 ) STRICT;
 
+-- One customer per email: customers.create and customers.import detect duplicates through it (ON CONFLICT).
+CREATE UNIQUE INDEX IF NOT EXISTS customers_by_email ON customers (email);
 -- customers.list default sort (lastActivityDate), and its status and country filters, which read the index in
 -- order and skip non-matching rows; each entry ends with the rowid, which is the id tie-break. Also
 -- customers.health: the active customers of the stale cut-off day who went idle before the cut-off instant.

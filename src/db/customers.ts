@@ -41,6 +41,13 @@ export interface CustomerChangeListener {
   (change: { before: StoredCustomer | undefined; after: StoredCustomer | undefined }[]): void;
 }
 
+const SORT_INDEXES: Record<CustomerSort, string> = {
+  name: 'customers_by_name',
+  totalAmountSpent: 'customers_by_amount',
+  totalTransactions: 'customers_by_transactions',
+  lastActivityDate: 'customers_by_activity',
+};
+
 const SORT_COLUMNS: Record<CustomerSort, string> = {
   name: 'name COLLATE NOCASE',
   totalAmountSpent: 'amount_cents',
@@ -51,7 +58,15 @@ const SORT_COLUMNS: Record<CustomerSort, string> = {
 /** Trigram search needs three characters; shorter terms fall back to LIKE. */
 const TRIGRAM = 3;
 
-type SearchMode = 'none' | 'trigram' | 'like';
+/**
+ * How a page is read. `ordered`: walk the sort index and test each row (LIKE), stopping after one page: fast
+ * when matches are common. `trigram`: collect the trigram matches, then sort them: fast when they are rare.
+ * `scan`: read the whole table and sort the LIKE matches: for rare terms under three characters.
+ */
+type PagePlan = 'none' | 'ordered' | 'trigram' | 'scan';
+
+/** Matches at least this share of the filtered base count as common (0.5%). */
+const COMMON_SHARE = 1 / 200;
 
 function toCustomer(row: CustomerRow): Customer {
   return {
@@ -121,33 +136,39 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
   const top = db.prepare<[number], CustomerRow>(
     'SELECT * FROM customers ORDER BY amount_cents DESC, last_activity_at DESC, id DESC LIMIT ?',
   );
-  const countTrigram = db.prepare<[string], { n: number }>('SELECT count(*) AS n FROM customer_search WHERE customer_search MATCH ?');
 
-  // Every combination of search mode, filters, sort and direction, prepared now so a typo fails at start-up.
+  // Every combination of plan, filters, sort and direction, prepared now so a typo fails at start-up.
   const pages = new Map<string, ReturnType<typeof db.prepare>>();
   const counts = new Map<string, ReturnType<typeof db.prepare>>();
-  const where = (mode: SearchMode, byStatus: boolean, byCountry: boolean) =>
+  const where = (search: 'none' | 'trigram' | 'like', byStatus: boolean, byCountry: boolean) =>
     [
-      mode === 'trigram' ? 'id IN (SELECT rowid FROM customer_search WHERE customer_search MATCH @match)' : '',
-      mode === 'like' ? "(name LIKE @like ESCAPE '\\' OR email LIKE @like ESCAPE '\\')" : '',
+      search === 'trigram' ? 'id IN (SELECT rowid FROM customer_search WHERE customer_search MATCH @match)' : '',
+      search === 'like' ? "(name LIKE @like ESCAPE '\\' OR email LIKE @like ESCAPE '\\')" : '',
       byStatus ? 'status = @status' : '',
       byCountry ? 'country_key = @countryKey' : '',
     ]
       .filter(Boolean)
       .join(' AND ') || '1';
-  for (const mode of ['none', 'trigram', 'like'] as const) {
-    for (const byStatus of [false, true]) {
-      for (const byCountry of [false, true]) {
-        const filter = where(mode, byStatus, byCountry);
-        counts.set(`${mode}|${byStatus}|${byCountry}`, db.prepare(`SELECT count(*) AS n FROM customers WHERE ${filter}`));
-        for (const sort of CUSTOMER_SORTS) {
-          for (const direction of ['asc', 'desc'] as const) {
-            const order = `${SORT_COLUMNS[sort]} ${direction}, id ${direction}`;
-            pages.set(
-              `${mode}|${byStatus}|${byCountry}|${sort}|${direction}`,
-              db.prepare(`SELECT * FROM customers WHERE ${filter} ORDER BY ${order} LIMIT @limit OFFSET @offset`),
-            );
-          }
+  for (const byStatus of [false, true]) {
+    for (const byCountry of [false, true]) {
+      const filtered = byStatus || byCountry;
+      counts.set(
+        `trigram|${byStatus}|${byCountry}`,
+        db.prepare(
+          filtered
+            ? `SELECT count(*) AS n FROM customers NOT INDEXED WHERE ${where('trigram', byStatus, byCountry)}`
+            : 'SELECT count(*) AS n FROM customer_search WHERE customer_search MATCH @match',
+        ),
+      );
+      counts.set(`like|${byStatus}|${byCountry}`, db.prepare(`SELECT count(*) AS n FROM customers NOT INDEXED WHERE ${where('like', byStatus, byCountry)}`));
+      for (const sort of CUSTOMER_SORTS) {
+        for (const direction of ['asc', 'desc'] as const) {
+          const tail = `ORDER BY ${SORT_COLUMNS[sort]} ${direction}, id ${direction} LIMIT @limit OFFSET @offset`;
+          const key = `${byStatus}|${byCountry}|${sort}|${direction}`;
+          pages.set(`none|${key}`, db.prepare(`SELECT * FROM customers WHERE ${where('none', byStatus, byCountry)} ${tail}`));
+          pages.set(`ordered|${key}`, db.prepare(`SELECT * FROM customers INDEXED BY ${SORT_INDEXES[sort]} WHERE ${where('like', byStatus, byCountry)} ${tail}`));
+          pages.set(`trigram|${key}`, db.prepare(`SELECT * FROM customers NOT INDEXED WHERE ${where('trigram', byStatus, byCountry)} ${tail}`));
+          pages.set(`scan|${key}`, db.prepare(`SELECT * FROM customers NOT INDEXED WHERE ${where('like', byStatus, byCountry)} ${tail}`));
         }
       }
     }
@@ -211,27 +232,32 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
 
     /** Returns one page of customers matching the query, and how many match in all. */
     listCustomers(query: CustomerQuery): { items: Customer[]; total: number } {
-      const term = query.search;
-      const mode: SearchMode = term === '' ? 'none' : [...term].length >= TRIGRAM ? 'trigram' : 'like';
-      const byStatus = query.status !== 'all';
-      const byCountry = query.country !== '';
+      // Control characters would let a term match across the name/email boundary of the search text.
+      const term = query.search.replace(/[\u0000-\u001f\u007f]/g, ' ');
+      const status = query.status === 'all' ? undefined : query.status;
+      const key = countryKey(query.country) || undefined;
+      const filters = `${status !== undefined}|${key !== undefined}`;
       const params = {
         match: phrase(term),
         like: likePattern(term),
-        status: query.status,
-        countryKey: countryKey(query.country),
+        status,
+        countryKey: key,
         limit: query.limit,
         offset: (query.page - 1) * query.limit,
       };
-      const items = (pages.get(`${mode}|${byStatus}|${byCountry}|${query.sort}|${query.direction}`)!.all(params) as CustomerRow[]).map(toCustomer);
-
-      let total: number;
-      if (mode === 'none') total = stats.countMatching(byStatus ? (query.status as CustomerStatus) : undefined, byCountry ? params.countryKey : undefined);
-      else if (mode === 'trigram' && !byStatus && !byCountry) total = countTrigram.get(params.match)!.n;
-      else {
-        total = (counts.get(`${mode}|${byStatus}|${byCountry}`)!.get(params) as { n: number }).n;
+      const base = stats.countMatching(status, key);
+      let plan: PagePlan = 'none';
+      let total = base;
+      if (term !== '') {
+        const trigram = [...term].length >= TRIGRAM;
+        total = (counts.get(`${trigram ? 'trigram' : 'like'}|${filters}`)!.get(params) as { n: number }).n;
+        // LIKE folds case for ASCII only, so only ASCII trigram terms may switch to the LIKE walk.
+        const common = total >= base * COMMON_SHARE && (!trigram || /^[\x20-\x7e]*$/.test(term));
+        plan = common ? 'ordered' : trigram ? 'trigram' : 'scan';
       }
-      return { items, total };
+      if (params.offset >= total) return { items: [], total };
+      const rows = pages.get(`${plan}|${filters}|${query.sort}|${query.direction}`)!.all(params) as CustomerRow[];
+      return { items: rows.map(toCustomer), total };
     },
 
     /** Returns the highest spenders, ties by most recent activity. */
