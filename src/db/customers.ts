@@ -61,9 +61,11 @@ const TRIGRAM = 3;
 /**
  * How a page is read. `ordered`: walk the sort index and test each row (LIKE), stopping after one page: fast
  * when matches are common. `trigram`: collect the trigram matches, then sort them: fast when they are rare.
- * `scan`: read the whole table and sort the LIKE matches: for rare terms under three characters.
+ * `scan`: read the whole table and sort the LIKE matches: for rare terms under three characters. `foldscan`: the
+ * same for non-ASCII terms under three characters, which LIKE would compare case-sensitively.
  */
-type PagePlan = 'none' | 'ordered' | 'trigram' | 'scan';
+type PagePlan = 'none' | 'ordered' | 'trigram' | 'scan' | 'foldscan';
+type Matcher = 'none' | 'trigram' | 'like' | 'fold';
 
 /** Matches at least this share of the filtered base count as common (0.5%). */
 const COMMON_SHARE = 1 / 200;
@@ -140,10 +142,13 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
   // Every combination of plan, filters, sort and direction, prepared now so a typo fails at start-up.
   const pages = new Map<string, ReturnType<typeof db.prepare>>();
   const counts = new Map<string, ReturnType<typeof db.prepare>>();
-  const where = (search: 'none' | 'trigram' | 'like', byStatus: boolean, byCountry: boolean) =>
+  // Emails are stored lower-cased; names are folded by JavaScript's toLowerCase, which knows every script.
+  db.function('folded_contains', { deterministic: true }, (text, term) => (String(text).toLowerCase().includes(String(term)) ? 1 : 0));
+  const where = (search: Matcher, byStatus: boolean, byCountry: boolean) =>
     [
       search === 'trigram' ? 'id IN (SELECT rowid FROM customer_search WHERE customer_search MATCH @match)' : '',
       search === 'like' ? "(name LIKE @like ESCAPE '\\' OR email LIKE @like ESCAPE '\\')" : '',
+      search === 'fold' ? '(instr(email, @folded) > 0 OR folded_contains(name, @folded))' : '',
       byStatus ? 'status = @status' : '',
       byCountry ? 'country_key = @countryKey' : '',
     ]
@@ -160,7 +165,9 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
             : 'SELECT count(*) AS n FROM customer_search WHERE customer_search MATCH @match',
         ),
       );
-      counts.set(`like|${byStatus}|${byCountry}`, db.prepare(`SELECT count(*) AS n FROM customers NOT INDEXED WHERE ${where('like', byStatus, byCountry)}`));
+      for (const matcher of ['like', 'fold'] as const) {
+        counts.set(`${matcher}|${byStatus}|${byCountry}`, db.prepare(`SELECT count(*) AS n FROM customers NOT INDEXED WHERE ${where(matcher, byStatus, byCountry)}`));
+      }
       for (const sort of CUSTOMER_SORTS) {
         for (const direction of ['asc', 'desc'] as const) {
           const tail = `ORDER BY ${SORT_COLUMNS[sort]} ${direction}, id ${direction} LIMIT @limit OFFSET @offset`;
@@ -169,6 +176,7 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
           pages.set(`ordered|${key}`, db.prepare(`SELECT * FROM customers INDEXED BY ${SORT_INDEXES[sort]} WHERE ${where('like', byStatus, byCountry)} ${tail}`));
           pages.set(`trigram|${key}`, db.prepare(`SELECT * FROM customers NOT INDEXED WHERE ${where('trigram', byStatus, byCountry)} ${tail}`));
           pages.set(`scan|${key}`, db.prepare(`SELECT * FROM customers NOT INDEXED WHERE ${where('like', byStatus, byCountry)} ${tail}`));
+          pages.set(`foldscan|${key}`, db.prepare(`SELECT * FROM customers NOT INDEXED WHERE ${where('fold', byStatus, byCountry)} ${tail}`));
         }
       }
     }
@@ -240,6 +248,7 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
       const params = {
         match: phrase(term),
         like: likePattern(term),
+        folded: term.toLowerCase(),
         status,
         countryKey: key,
         limit: query.limit,
@@ -250,10 +259,12 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
       let total = base;
       if (term !== '') {
         const trigram = [...term].length >= TRIGRAM;
-        total = (counts.get(`${trigram ? 'trigram' : 'like'}|${filters}`)!.get(params) as { n: number }).n;
-        // LIKE folds case for ASCII only, so only ASCII trigram terms may switch to the LIKE walk.
-        const common = total >= base * COMMON_SHARE && (!trigram || /^[\x20-\x7e]*$/.test(term));
-        plan = common ? 'ordered' : trigram ? 'trigram' : 'scan';
+        // LIKE folds case for ASCII only: non-ASCII terms never use it.
+        const ascii = /^[\x20-\x7e]*$/.test(term);
+        const matcher: Matcher = trigram ? 'trigram' : ascii ? 'like' : 'fold';
+        total = (counts.get(`${matcher}|${filters}`)!.get(params) as { n: number }).n;
+        const common = total >= base * COMMON_SHARE && ascii;
+        plan = common ? 'ordered' : trigram ? 'trigram' : ascii ? 'scan' : 'foldscan';
       }
       if (params.offset >= total) return { items: [], total };
       const rows = pages.get(`${plan}|${filters}|${query.sort}|${query.direction}`)!.all(params) as CustomerRow[];
