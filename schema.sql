@@ -87,3 +87,25 @@ CREATE TABLE IF NOT EXISTS customer_countries (
   customers    INTEGER NOT NULL,
   PRIMARY KEY (country_key, status)
 ) STRICT, WITHOUT ROWID;
+
+-- A counter bumped in every transaction that writes customers. The in-memory audience index compares it with the
+-- generation it holds, so writes by another process (a seed run) make it reload instead of counting stale data.
+CREATE TABLE IF NOT EXISTS meta (
+  key   TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+-- Saved audiences. Conditions are kept as one JSON array (each with its id, in order): they are only ever read and
+-- written whole, and counted in memory, never queried by SQL.
+CREATE TABLE IF NOT EXISTS segments (
+  id          TEXT PRIMARY KEY,
+  name        TEXT NOT NULL,
+  conditions  TEXT NOT NULL CHECK (json_valid(conditions) AND json_type(conditions) = 'array'),
+  match_count INTEGER NOT NULL CHECK (match_count >= 0),
+  created_by  TEXT REFERENCES users (id) ON DELETE SET NULL,
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL
+) STRICT;
+
+-- GET /v1/segments: newest first.
+CREATE INDEX IF NOT EXISTS segments_by_created ON segments (created_at, id);

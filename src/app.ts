@@ -1,8 +1,10 @@
 // The service: its middleware order and its route table, with the role each route needs.
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
+import { AudienceIndex } from './db/audience-index.ts';
 import { createCustomerRepository } from './db/customers.ts';
 import { createRefreshTokenRepository } from './db/refresh-tokens.ts';
+import { createSegmentRepository } from './db/segments.ts';
 import { createUserRepository } from './db/users.ts';
 import { createAccessTokens } from './domain/access-tokens.ts';
 import type { AuthUser, Role } from './domain/auth-user.ts';
@@ -18,6 +20,7 @@ import { authenticate, authorize, routeRequest, runOperation } from './http/pipe
 import { Router } from './http/router.ts';
 import { authOperations } from './routes/auth.ts';
 import { customerOperations } from './routes/customers.ts';
+import { segmentOperations } from './routes/segments.ts';
 import { systemOperations } from './routes/system.ts';
 import { userOperations } from './routes/users.ts';
 
@@ -42,7 +45,11 @@ export function createApp({ db, config, clock = systemClock, logger = createLogg
 
   const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(db), accessTokens, signInFailures, config, clock });
   const people = userOperations({ users, clock });
-  const customers = customerOperations({ customers: createCustomerRepository(db), clock });
+  const audience = new AudienceIndex(db);
+  const customerRepository = createCustomerRepository(db, (changes, generation) => audience.apply(changes, generation));
+  const customers = customerOperations({ customers: customerRepository, clock });
+  const segments = segmentOperations({ segments: createSegmentRepository(db), audience, clock });
+  audience.warm();
   const system = systemOperations({ db, routes: () => routes });
 
   const routes: Route[] = [
@@ -68,6 +75,13 @@ export function createApp({ db, config, clock = systemClock, logger = createLogg
     route('GET', '/v1/customers/{id}', SIGNED_IN, customers.get),
     route('PATCH', '/v1/customers/{id}', SIGNED_IN, customers.update),
     route('DELETE', '/v1/customers/{id}', LEAD_OR_ADMIN, customers.remove),
+
+    route('GET', '/v1/segments', SIGNED_IN, segments.list),
+    route('POST', '/v1/segments', SIGNED_IN, segments.create),
+    route('POST', '/v1/segments/preview', SIGNED_IN, segments.preview),
+    route('GET', '/v1/segments/{id}', SIGNED_IN, segments.get),
+    route('PATCH', '/v1/segments/{id}', SIGNED_IN, segments.update),
+    route('DELETE', '/v1/segments/{id}', SIGNED_IN, segments.remove),
   ];
 
   const router = new Router<Route>();

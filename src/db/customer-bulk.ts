@@ -57,6 +57,8 @@ export function bulkInsertCustomers(db: Db, records: Iterable<CustomerRecord>, n
     db.exec(`INSERT INTO customer_search (customer_search, rank) VALUES ('hashsize', 268435456)`);
     db.prepare(`INSERT INTO customer_search (rowid, text) SELECT id, name || char(10) || email FROM customers WHERE id >= ?`).run(firstNewId);
     createCustomerStats(db).apply(delta);
+    // Tells a running service's audience index that customers changed under it.
+    db.exec(`INSERT INTO meta (key, value) VALUES ('customers_generation', 1) ON CONFLICT (key) DO UPDATE SET value = value + 1`);
   }).immediate();
   return inserted;
 }

@@ -36,9 +36,9 @@ interface CustomerRow {
 /** A stored customer and its numeric id, as change listeners see it. */
 export type StoredCustomer = CustomerRecord & { id: number; countryKey: string };
 
-/** Told after each committed write, in order: what was stored, and what it replaced. */
+/** Told after each committed write, in order: what was stored, what it replaced, and the write's generation. */
 export interface CustomerChangeListener {
-  (change: { before: StoredCustomer | undefined; after: StoredCustomer | undefined }[]): void;
+  (changes: { before: StoredCustomer | undefined; after: StoredCustomer | undefined }[], generation: number): void;
 }
 
 const SORT_INDEXES: Record<CustomerSort, string> = {
@@ -133,6 +133,14 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
      WHERE id = @id`,
   );
   const remove = db.prepare('DELETE FROM customers WHERE id = ?');
+  const nextGeneration = db
+    .prepare(
+      `INSERT INTO meta (key, value) VALUES ('customers_generation', 1)
+       ON CONFLICT (key) DO UPDATE SET value = value + 1 RETURNING value`,
+    )
+    .pluck();
+  /** Counts one more write transaction on customers; the audience index uses it to notice other writers. */
+  const bump = () => nextGeneration.get() as number;
   const indexText = db.prepare('INSERT INTO customer_search (rowid, text) VALUES (?, ?)');
   const unindexText = db.prepare('DELETE FROM customer_search WHERE rowid = ?');
   const top = db.prepare<[number], CustomerRow>(
@@ -197,7 +205,7 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
     const delta = new StatsDelta();
     const stored = records.map((record) => insertOne(record, now, delta));
     stats.apply(delta);
-    return stored;
+    return { stored, generation: bump() };
   });
 
   const updateOne = db.transaction((id: number, changes: Partial<CustomerRecord>, now: number) => {
@@ -220,7 +228,7 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
     delta.add(before, -1);
     delta.add(after, 1);
     stats.apply(delta);
-    return { before, after };
+    return { change: { before, after }, generation: bump() };
   });
 
   const deleteOne = db.transaction((id: number) => {
@@ -232,7 +240,7 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
     const delta = new StatsDelta();
     delta.add(before, -1);
     stats.apply(delta);
-    return before;
+    return { change: { before, after: undefined }, generation: bump() };
   });
 
   return {
@@ -285,8 +293,8 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
 
     /** Stores the records in one transaction; returns each one's new id, or null when its email was taken. */
     insertCustomers(records: readonly CustomerRecord[], now: Date): (string | null)[] {
-      const stored = insertMany.immediate(records, now.getTime());
-      onChange(stored.filter((s) => s !== undefined).map((after) => ({ before: undefined, after })));
+      const { stored, generation } = insertMany.immediate(records, now.getTime());
+      onChange(stored.filter((s) => s !== undefined).map((after) => ({ before: undefined, after })), generation);
       return stored.map((s) => (s ? String(s.id) : null));
     },
 
@@ -294,8 +302,8 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
     updateCustomer(id: string, changes: Partial<CustomerRecord>, now: Date): Customer {
       const numeric = parseId(id);
       if (numeric === undefined) throw new AppError('not_found', `No customer with id ${id}.`);
-      const change = updateOne.immediate(numeric, changes, now.getTime());
-      onChange([change]);
+      const { change, generation } = updateOne.immediate(numeric, changes, now.getTime());
+      onChange([change], generation);
       return toCustomer(byId.get(numeric)!);
     },
 
@@ -303,7 +311,8 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
     deleteCustomer(id: string): void {
       const numeric = parseId(id);
       if (numeric === undefined) throw new AppError('not_found', `No customer with id ${id}.`);
-      onChange([{ before: deleteOne.immediate(numeric), after: undefined }]);
+      const { change, generation } = deleteOne.immediate(numeric);
+      onChange([change], generation);
     },
   };
 }

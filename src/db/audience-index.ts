@@ -1,0 +1,205 @@
+// The one matching engine behind segment preview, save, update and get: the four matchable customer fields held
+// in memory as columns, so any set of conditions is counted in one pass over typed arrays, whatever its
+// selectivity (a few milliseconds at a million customers, where SQLite needs a full scan).
+import Database from 'better-sqlite3';
+import type { Bounds } from '../domain/segments.ts';
+import type { StoredCustomer } from './customers.ts';
+import type { Db } from './database.ts';
+
+const CHUNK = 50_000;
+const GENERATION = "SELECT coalesce((SELECT value FROM meta WHERE key = 'customers_generation'), 0) AS g";
+
+export type CustomerChange = { before: StoredCustomer | undefined; after: StoredCustomer | undefined };
+
+/**
+ * Column copy of the customers table, kept current by `apply` (told of each committed write of this process)
+ * and reloaded when another process changed customers (`meta.customers_generation` moved on unexpectedly).
+ * Rows are kept in id order; deleted rows stay as tombstones (country code -1) until the next reload.
+ */
+export class AudienceIndex {
+  private size = 0;
+  private ids = new Float64Array(0);
+  private country = new Int32Array(0);
+  private transactions = new Float64Array(0);
+  private cents = new Float64Array(0);
+  private lastActivityAt = new Float64Array(0);
+  private readonly codes = new Map<string, number>();
+  /** The customers generation the columns reflect; -1 before the first load. */
+  private generation = -1;
+  private dataVersion = -1;
+  private loading: Promise<void> | undefined;
+  /** Writes committed while a load runs, applied once it ends. */
+  private queued: { changes: CustomerChange[]; generation: number }[] | undefined;
+  private readonly readGeneration;
+
+  constructor(private readonly db: Db) {
+    this.readGeneration = db.prepare(GENERATION).pluck();
+  }
+
+  /** Starts loading in the background, so the first count need not wait for it. */
+  warm(): void {
+    this.ensureLoading();
+  }
+
+  /** Returns how many customers lie within the bounds (0 for `null`); waits for a load when one is needed. */
+  async count(bounds: Bounds | null): Promise<number> {
+    for (;;) {
+      if (this.generation < 0 || this.changedElsewhere()) this.ensureLoading();
+      if (!this.loading) break;
+      await this.loading;
+    }
+    if (!bounds) return 0;
+    const want = bounds.countryKey === undefined ? -1 : (this.codes.get(bounds.countryKey) ?? -2);
+    if (want === -2) return 0;
+    const [tLo, tHi] = bounds.transactions;
+    const [cLo, cHi] = bounds.cents;
+    const [aLo, aHi] = bounds.lastActivityAt;
+    const { country, transactions, cents, lastActivityAt, size } = this;
+    let matches = 0;
+    for (let i = 0; i < size; i++) {
+      const code = country[i]!;
+      if (code < 0 || (want >= 0 && code !== want)) continue;
+      const t = transactions[i]!;
+      if (t < tLo || t > tHi) continue;
+      const c = cents[i]!;
+      if (c < cLo || c > cHi) continue;
+      const a = lastActivityAt[i]!;
+      if (a < aLo || a > aHi) continue;
+      matches++;
+    }
+    return matches;
+  }
+
+  /**
+   * Applies customer writes this process committed as `generation`. A gap in generations means another process
+   * wrote too: the columns are then marked stale and the next count reloads them.
+   */
+  apply(changes: CustomerChange[], generation: number): void {
+    if (this.queued) {
+      this.queued.push({ changes, generation });
+      return;
+    }
+    if (this.generation < 0) return; // not loaded (or stale): the next load reads it
+    if (generation !== this.generation + 1) {
+      this.generation = -1;
+      return;
+    }
+    for (const { before, after } of changes) {
+      if (after) {
+        if (!this.upsert(after)) {
+          this.generation = -1;
+          return;
+        }
+      } else if (before) {
+        const at = this.find(before.id);
+        if (at >= 0) this.country[at] = -1;
+      }
+    }
+    this.generation = generation;
+  }
+
+  private changedElsewhere(): boolean {
+    const version = this.db.pragma('data_version', { simple: true }) as number;
+    if (version === this.dataVersion) return false;
+    this.dataVersion = version;
+    return (this.readGeneration.get() as number) !== this.generation;
+  }
+
+  private ensureLoading(): void {
+    this.loading ??= this.load().finally(() => {
+      this.loading = undefined;
+    });
+  }
+
+  /** Reads every customer from a snapshot on a second connection, in chunks between which requests are served. */
+  private async load(): Promise<void> {
+    this.queued = [];
+    this.dataVersion = this.db.pragma('data_version', { simple: true }) as number;
+    const reader = this.db.memory ? this.db : new Database(this.db.name, { readonly: true, fileMustExist: true });
+    try {
+      if (reader !== this.db) reader.exec('BEGIN'); // one snapshot across all chunks
+      const generation = reader.prepare(GENERATION).pluck().get() as number;
+      const total = reader.prepare('SELECT count(*) FROM customers').pluck().get() as number;
+      this.allocate(Math.max(1024, Math.ceil(total * 1.1)));
+      this.size = 0;
+      this.codes.clear();
+      const chunk = reader
+        .prepare('SELECT id, country_key, total_transactions, amount_cents, last_activity_at FROM customers WHERE id > ? ORDER BY id LIMIT ?')
+        .raw();
+      let after = 0;
+      for (;;) {
+        const rows = chunk.all(after, CHUNK) as [number, string, number, number, number][];
+        for (const [id, key, transactions, cents, lastActivityAt] of rows) this.append(id, key, transactions, cents, lastActivityAt);
+        if (rows.length < CHUNK) break;
+        after = rows[rows.length - 1]![0];
+        if (reader !== this.db) await new Promise((resolve) => setImmediate(resolve));
+      }
+      if (reader !== this.db) reader.exec('COMMIT');
+      this.generation = generation;
+    } finally {
+      if (reader !== this.db) reader.close();
+    }
+    const queued = this.queued;
+    this.queued = undefined;
+    for (const { changes, generation } of queued) if (generation > this.generation) this.apply(changes, generation);
+  }
+
+  private allocate(capacity: number): void {
+    const grow = <T extends Float64Array | Int32Array>(old: T, make: (n: number) => T): T => {
+      const next = make(capacity);
+      next.set(old.subarray(0, Math.min(this.size, capacity)));
+      return next;
+    };
+    this.ids = grow(this.ids, (n) => new Float64Array(n));
+    this.country = grow(this.country, (n) => new Int32Array(n));
+    this.transactions = grow(this.transactions, (n) => new Float64Array(n));
+    this.cents = grow(this.cents, (n) => new Float64Array(n));
+    this.lastActivityAt = grow(this.lastActivityAt, (n) => new Float64Array(n));
+  }
+
+  private code(key: string): number {
+    let code = this.codes.get(key);
+    if (code === undefined) {
+      code = this.codes.size;
+      this.codes.set(key, code);
+    }
+    return code;
+  }
+
+  private write(at: number, key: string, transactions: number, cents: number, lastActivityAt: number): void {
+    this.country[at] = this.code(key);
+    this.transactions[at] = transactions;
+    this.cents[at] = cents;
+    this.lastActivityAt[at] = lastActivityAt;
+  }
+
+  private append(id: number, key: string, transactions: number, cents: number, lastActivityAt: number): void {
+    if (this.size === this.ids.length) this.allocate(Math.max(1024, this.size * 2));
+    this.ids[this.size] = id;
+    this.write(this.size, key, transactions, cents, lastActivityAt);
+    this.size++;
+  }
+
+  /** Overwrites a known id or appends a new highest one; returns false for an unexpected id (then reload). */
+  private upsert(c: StoredCustomer): boolean {
+    const at = this.find(c.id);
+    if (at >= 0) this.write(at, c.countryKey, c.totalTransactions, c.amountCents, c.lastActivityAt);
+    else if (this.size === 0 || c.id > this.ids[this.size - 1]!) this.append(c.id, c.countryKey, c.totalTransactions, c.amountCents, c.lastActivityAt);
+    else return false;
+    return true;
+  }
+
+  /** Binary search for an id; -1 when absent. */
+  private find(id: number): number {
+    let lo = 0;
+    let hi = this.size - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const value = this.ids[mid]!;
+      if (value === id) return mid;
+      if (value < id) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+}

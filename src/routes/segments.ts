@@ -1,0 +1,92 @@
+// Segments: saved audiences, counted by the one audience index.
+import type { AudienceIndex } from '../db/audience-index.ts';
+import type { SegmentRepository } from '../db/segments.ts';
+import type { Clock } from '../domain/clock.ts';
+import { compileConditions, type Condition } from '../domain/segments.ts';
+import { operation } from '../http/operation.ts';
+import { IdParams, NullBody } from '../schemas/common.ts';
+import { Preview, PreviewRequest, Segment, SegmentChanges, SegmentList, SegmentRequest } from '../schemas/segments.ts';
+
+/** Returns the segment operations. */
+export function segmentOperations({ segments, audience, clock }: { segments: SegmentRepository; audience: AudienceIndex; clock: Clock }) {
+  /** The one way any segment count is made: preview, save, update and get all come here. */
+  const countMatches = (conditions: readonly Condition[]) => audience.count(compileConditions(conditions, clock()));
+
+  const list = operation({
+    operationId: 'segments.list',
+    summary: 'Saved segments, newest first, with the audience size stored when each was last saved or read.',
+    tag: 'segments',
+    response: SegmentList,
+    handle() {
+      return segments.listSegments();
+    },
+  });
+
+  const preview = operation({
+    operationId: 'segments.preview',
+    summary: 'Count the customers matching unsaved conditions (combined with AND).',
+    tag: 'segments',
+    body: PreviewRequest,
+    response: Preview,
+    async handle({ body }) {
+      return { matchCount: await countMatches(body.conditions) };
+    },
+  });
+
+  const create = operation({
+    operationId: 'segments.create',
+    summary: 'Save a segment; its audience size is counted and stored.',
+    tag: 'segments',
+    body: SegmentRequest,
+    response: Segment,
+    async handle({ body, user }) {
+      const matchCount = await countMatches(body.conditions);
+      return segments.insertSegment({ name: body.name, conditions: body.conditions, matchCount, createdBy: user.id }, clock());
+    },
+  });
+
+  const get = operation({
+    operationId: 'segments.get',
+    summary: 'One segment, recounted: the live audience size is returned and stored.',
+    tag: 'segments',
+    params: IdParams,
+    response: Segment,
+    problems: ['not_found'],
+    async handle({ params }) {
+      const segment = segments.findSegment(params.id);
+      const matchCount = await countMatches(segment.conditions);
+      segments.storeMatchCount(segment.id, matchCount);
+      return { ...segment, matchCount };
+    },
+  });
+
+  const update = operation({
+    operationId: 'segments.update',
+    summary: 'Rename a segment and/or replace its conditions; the audience is recounted.',
+    tag: 'segments',
+    params: IdParams,
+    body: SegmentChanges,
+    response: Segment,
+    problems: ['not_found'],
+    async handle({ params, body }) {
+      const conditions = body.conditions ?? segments.findSegment(params.id).conditions;
+      const matchCount = await countMatches(conditions);
+      return segments.updateSegment(params.id, { name: body.name, conditions: body.conditions, matchCount }, clock());
+    },
+  });
+
+  const remove = operation({
+    operationId: 'segments.delete',
+    summary: 'Delete a segment.',
+    tag: 'segments',
+    params: IdParams,
+    response: NullBody,
+    problems: ['not_found'],
+    handle({ params }) {
+      segments.deleteSegment(params.id);
+      return null;
+    },
+  });
+
+  return { list, preview, create, get, update, remove };
+}

@@ -1,0 +1,55 @@
+// Schemas of segment conditions, segments and their requests.
+import * as v from 'valibot';
+import { NUMERIC_FIELDS, NUMERIC_OPERATORS } from '../domain/segments.ts';
+import { Counter, Timestamp, TrimmedText } from './common.ts';
+
+const FIELDS = ['country', ...NUMERIC_FIELDS];
+
+export const CountryCondition = v.object({
+  field: v.literal('country'),
+  operator: v.literal('eq', 'country takes the operator eq.'),
+  value: v.pipe(v.string('Must be a country name.'), v.trim(), v.minLength(1, 'Must not be empty.'), v.maxLength(80, 'Must be at most 80 characters.')),
+});
+
+export const NumericCondition = v.object({
+  field: v.picklist(NUMERIC_FIELDS),
+  operator: v.picklist(NUMERIC_OPERATORS, `Numeric fields take one of ${NUMERIC_OPERATORS.join(', ')}.`),
+  value: v.pipe(v.number('Must be a number.'), v.finite('Must be a finite number.')),
+});
+
+/** One condition: a country equality, or a comparison of a numeric field with a number. */
+export const SegmentCondition = v.variant('field', [CountryCondition, NumericCondition], `Must be one of ${FIELDS.join(', ')}.`);
+
+export const Conditions = v.pipe(
+  v.array(SegmentCondition, 'Must be an array of conditions.'),
+  v.minLength(1, 'Must hold at least 1 condition.'),
+  v.maxLength(10, 'Must hold at most 10 conditions.'),
+);
+
+export const PreviewRequest = v.object({ conditions: Conditions });
+
+export const Preview = v.object({ matchCount: Counter });
+
+const SegmentName = TrimmedText(2, 80);
+
+export const SegmentRequest = v.object({ name: SegmentName, conditions: Conditions });
+
+export const SegmentChanges = v.object({ name: v.optional(SegmentName), conditions: v.optional(Conditions) });
+
+export const StoredCondition = v.object({
+  id: v.string(),
+  field: v.picklist(FIELDS),
+  operator: v.picklist(['eq', ...NUMERIC_OPERATORS]),
+  value: v.union([v.string(), v.number()]),
+});
+
+export const Segment = v.object({
+  id: v.string(),
+  name: v.string(),
+  conditions: v.array(StoredCondition),
+  matchCount: Counter,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const SegmentList = v.array(Segment);
