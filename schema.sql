@@ -50,6 +50,9 @@ CREATE UNIQUE INDEX IF NOT EXISTS customers_by_email ON customers (email);
 -- order and skip non-matching rows; each entry ends with the rowid, which is the id tie-break. Also
 -- customers.health: the active customers of the stale cut-off day who went idle before the cut-off instant.
 CREATE INDEX IF NOT EXISTS customers_by_activity ON customers (last_activity_at);
+-- customers.list filtered by country in the default order: a small country would otherwise mean walking many
+-- rows of customers_by_activity per page.
+CREATE INDEX IF NOT EXISTS customers_by_country ON customers (country_key, last_activity_at);
 -- customers.list sort=totalAmountSpent, and customers.top (highest spend first).
 CREATE INDEX IF NOT EXISTS customers_by_amount ON customers (amount_cents);
 -- customers.list sort=totalTransactions.

@@ -70,6 +70,9 @@ type Matcher = 'none' | 'trigram' | 'like' | 'fold';
 /** Matches at least this share of the filtered base count as common (0.5%). */
 const COMMON_SHARE = 1 / 200;
 
+/** How many search counts are remembered for the current data generation. */
+const COUNT_CACHE_SIZE = 500;
+
 function toCustomer(row: CustomerRow): Customer {
   return {
     id: String(row.id),
@@ -141,6 +144,26 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
     .pluck();
   /** Counts one more write transaction on customers; the audience index uses it to notice other writers. */
   const bump = () => nextGeneration.get() as number;
+  const currentGeneration = db.prepare("SELECT coalesce((SELECT value FROM meta WHERE key = 'customers_generation'), 0)").pluck();
+
+  // Search counts cost time in proportion to the matches, and paging asks for the same count on every page.
+  // They are remembered until customers change: any write, by any process, moves the generation on.
+  let cachedGeneration = -1;
+  const searchCounts = new Map<string, number>();
+  const countSearch = (key: string, count: () => number): number => {
+    const generation = currentGeneration.get() as number;
+    if (generation !== cachedGeneration) {
+      searchCounts.clear();
+      cachedGeneration = generation;
+    }
+    let total = searchCounts.get(key);
+    if (total === undefined) {
+      total = count();
+      if (searchCounts.size >= COUNT_CACHE_SIZE) searchCounts.delete(searchCounts.keys().next().value!);
+      searchCounts.set(key, total);
+    }
+    return total;
+  };
   const indexText = db.prepare('INSERT INTO customer_search (rowid, text) VALUES (?, ?)');
   const unindexText = db.prepare('DELETE FROM customer_search WHERE rowid = ?');
   const top = db.prepare<[number], CustomerRow>(
@@ -270,7 +293,8 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
         // LIKE folds case for ASCII only: non-ASCII terms never use it.
         const ascii = /^[\x20-\x7e]*$/.test(term);
         const matcher: Matcher = trigram ? 'trigram' : ascii ? 'like' : 'fold';
-        total = (counts.get(`${matcher}|${filters}`)!.get(params) as { n: number }).n;
+        const countKey = `${matcher}|${filters}`;
+        total = countSearch(`${countKey}|${status}|${key}|${term}`, () => (counts.get(countKey)!.get(params) as { n: number }).n);
         const common = total >= base * COMMON_SHARE && ascii;
         plan = common ? 'ordered' : trigram ? 'trigram' : ascii ? 'scan' : 'foldscan';
       }

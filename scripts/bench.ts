@@ -1,0 +1,323 @@
+// `npm run bench [-- --customers N] [--duration S] [--out FILE]`: measures the service on a large base and
+// prints a table; figures are also written as JSON. See README "Benchmark" for what each row means.
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname } from 'node:path';
+import { parseArgs } from 'node:util';
+import { AudienceIndex } from '../src/db/audience-index.ts';
+import { createCustomerRepository } from '../src/db/customers.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { createUserRepository } from '../src/db/users.ts';
+import { DAY_MS, STALE_AFTER_DAYS } from '../src/domain/customers.ts';
+import { hashPassword } from '../src/domain/passwords.ts';
+import { compileConditions, type Condition } from '../src/domain/segments.ts';
+import { seedDatabase } from './seed.ts';
+import { syntheticCustomers } from './synthetic-customers.ts';
+
+const { values } = parseArgs({
+  options: { customers: { type: 'string', default: '1000000' }, duration: { type: 'string', default: '5' }, out: { type: 'string' } },
+});
+const CUSTOMERS = Number(values.customers);
+const DURATION = Number(values.duration);
+const SOURCE = `data/bench-${CUSTOMERS}.db`;
+const RUN = 'data/bench-run.db';
+const OUT = values.out ?? 'data/bench.json';
+const PORT = 3917;
+const FLOOR_PORT = 3918;
+const EMAIL = 'bench@example.com';
+const PASSWORD = 'bench-password-1';
+
+const log = (text: string) => process.stderr.write(`${text}\n`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Milliseconds per call of `fn`, the median of several rounds. */
+function timeIt(fn: () => unknown, rounds = 7, perRound = 3): number {
+  fn();
+  const samples: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const start = performance.now();
+    for (let i = 0; i < perRound; i++) fn();
+    samples.push((performance.now() - start) / perRound);
+  }
+  return samples.sort((a, b) => a - b)[Math.floor(rounds / 2)]!;
+}
+
+async function timeAsync(fn: () => Promise<unknown>, rounds = 7): Promise<number> {
+  await fn();
+  const samples: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const start = performance.now();
+    await fn();
+    samples.push(performance.now() - start);
+  }
+  return samples.sort((a, b) => a - b)[Math.floor(rounds / 2)]!;
+}
+
+/** Starts a child process whose stdout goes to a file: a pipe the benchmark reads would stall it when full. */
+function start(command: string[], env: Record<string, string>, logFile: string): ChildProcess {
+  return spawn(process.execPath, command, { env: { ...process.env, ...env }, stdio: ['ignore', openSync(logFile, 'w'), 'inherit'] });
+}
+
+async function waitFor(url: string, timeoutMs = 60_000): Promise<number> {
+  const begun = performance.now();
+  for (;;) {
+    try {
+      if ((await fetch(url)).ok) return performance.now() - begun;
+    } catch {
+      // not listening yet
+    }
+    if (performance.now() - begun > timeoutMs) throw new Error(`${url} did not answer`);
+    await sleep(5);
+  }
+}
+
+function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+interface Load {
+  name: string;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+}
+
+async function load(name: string, url: string, options: { token?: string; method?: string; body?: unknown } = {}): Promise<Load> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  const result = await autocannon({
+    url,
+    connections: 50,
+    duration: DURATION,
+    method: options.method ?? 'GET',
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  const row = { name, requestsPerSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
+  log(`  ${name.padEnd(44)} ${String(Math.round(row.requestsPerSecond)).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms${row.non2xx ? `  (${row.non2xx} failed)` : ''}`);
+  return row;
+}
+
+async function main(): Promise<void> {
+  mkdirSync(dirname(SOURCE), { recursive: true });
+  if (!existsSync(SOURCE)) {
+    log(`Seeding ${CUSTOMERS.toLocaleString('en')} customers into ${SOURCE} (kept for later runs)...`);
+    seedDatabase(SOURCE, CUSTOMERS, { seed: 42 });
+  }
+  openDatabase(SOURCE).close(); // brings a database kept from an older run up to the current schema
+  for (const suffix of ['', '-wal', '-shm', '.secret']) rmSync(RUN + suffix, { force: true });
+  copyFileSync(SOURCE, RUN);
+
+  // A user to sign in as, and the terms and condition sets to measure, chosen from the data itself.
+  const db = openDatabase(RUN);
+  const users = createUserRepository(db);
+  if (!users.findCredentials(EMAIL)) {
+    users.insertUser({ email: EMAIL, fullName: 'Bench', role: 'admin', passwordHash: await hashPassword(PASSWORD) }, new Date());
+  }
+  const customers = createCustomerRepository(db);
+  const base = customers.stats.countMatching(undefined, undefined);
+  const candidates = ['smith', 'zofia', 'o\'brien', 'aoife.k', 'lars.b', 'example.org', 'mail.example', 'müller', 'anna', 'kenji.n', 'ia.s', 'laurent', 'dvořák'];
+  const share = (term: string) => customers.listCustomers({ search: term, status: 'all', country: '', sort: 'lastActivityDate', direction: 'desc', page: 1, limit: 1 }).total / base;
+  const shares = candidates.map((term) => ({ term, share: share(term) }));
+  const closest = (target: number) => shares.reduce((best, c) => (Math.abs(Math.log(c.share / target)) < Math.abs(Math.log(best.share / target)) ? c : best));
+  const rare = closest(0.0005);
+  const onePercent = closest(0.01);
+  const common = closest(0.15);
+  const topCountry = (db.prepare('SELECT country_key FROM customer_countries GROUP BY country_key ORDER BY sum(customers) LIMIT 1').pluck().get() as string);
+
+  const now = new Date();
+  const conditionSets: { name: string; conditions: Condition[] }[] = [
+    { name: '1 condition (amount > 500)', conditions: [{ field: 'totalAmountSpent', operator: 'gt', value: 500 }] },
+    {
+      name: '4 conditions (country, 3 ranges)',
+      conditions: [
+        { field: 'country', operator: 'eq', value: 'Germany' },
+        { field: 'totalTransactions', operator: 'gte', value: 3 },
+        { field: 'totalAmountSpent', operator: 'lt', value: 2000 },
+        { field: 'lastActivityDays', operator: 'lte', value: 90 },
+      ],
+    },
+    {
+      name: '10 conditions (mixed selectivity)',
+      conditions: [
+        { field: 'country', operator: 'eq', value: 'france' },
+        { field: 'totalTransactions', operator: 'gt', value: 1 },
+        { field: 'totalTransactions', operator: 'lt', value: 40 },
+        { field: 'totalAmountSpent', operator: 'gte', value: 20 },
+        { field: 'totalAmountSpent', operator: 'lte', value: 5000 },
+        { field: 'lastActivityDays', operator: 'gt', value: 7 },
+        { field: 'lastActivityDays', operator: 'lt', value: 400 },
+        { field: 'totalTransactions', operator: 'gte', value: 2 },
+        { field: 'totalAmountSpent', operator: 'gt', value: 25.5 },
+        { field: 'lastActivityDays', operator: 'lte', value: 365 },
+      ],
+    },
+  ];
+
+  // In-process: each aggregate next to its naive single query over customers.
+  log('In-process timings (median ms per call):');
+  const months24 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 23, 1)).getTime();
+  const naive = {
+    kpis: db.prepare('SELECT status, count(*) AS n, sum(amount_cents) AS cents FROM customers GROUP BY status'),
+    trend: db.prepare(
+      `SELECT strftime('%Y-%m', last_activity_at / 1000, 'unixepoch') AS month, count(*) AS n, sum(amount_cents) AS cents,
+              sum(status = 'churned') AS churned FROM customers WHERE last_activity_at >= ? GROUP BY month`,
+    ),
+    health: db.prepare(
+      `SELECT count(*) AS n, sum(status = 'active') AS active, sum(status = 'inactive') AS inactive, sum(status = 'churned') AS churned,
+              sum(status = 'active' AND last_activity_at < ?) AS stale FROM customers`,
+    ),
+    top: db.prepare('SELECT (SELECT sum(amount_cents) FROM customers) AS total, id FROM customers NOT INDEXED ORDER BY amount_cents DESC, last_activity_at DESC LIMIT 5'),
+    like: db.prepare("SELECT count(*) AS n FROM customers WHERE name LIKE ? ESCAPE '\\' OR email LIKE ? ESCAPE '\\'"),
+  };
+  const aggregateRows = [
+    { name: 'kpis', ours: timeIt(() => customers.stats.totalsByStatus()), naive: timeIt(() => naive.kpis.all(), 3, 1) },
+    {
+      name: 'trend (24 months)',
+      ours: timeIt(() => customers.stats.daysBetween(Math.floor(months24 / DAY_MS), Math.floor(now.getTime() / DAY_MS) + 32)),
+      naive: timeIt(() => naive.trend.all(months24), 3, 1),
+    },
+    { name: 'health', ours: timeIt(() => customers.stats.healthInputs(now)), naive: timeIt(() => naive.health.get(now.getTime() - STALE_AFTER_DAYS * DAY_MS), 3, 1) },
+    { name: 'top (5)', ours: timeIt(() => [customers.stats.totalsByStatus(), customers.topCustomers(5)]), naive: timeIt(() => naive.top.all(), 3, 1) },
+    {
+      name: `search count "${onePercent.term}" (${(onePercent.share * 100).toFixed(2)}%)`,
+      ours: timeIt(() => share(onePercent.term)),
+      naive: timeIt(() => naive.like.get(`%${onePercent.term}%`, `%${onePercent.term}%`), 3, 1),
+    },
+  ];
+  const audience = new AudienceIndex(db);
+  const loadStart = performance.now();
+  await audience.count(null);
+  const audienceLoadMs = performance.now() - loadStart;
+  const sqlOps = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
+  for (const set of conditionSets) {
+    const where = set.conditions
+      .map((c) => {
+        if (c.field === 'country') return `country_key = '${c.value.toLowerCase()}'`;
+        if (c.field === 'totalTransactions') return `total_transactions ${sqlOps[c.operator]} ${c.value}`;
+        if (c.field === 'totalAmountSpent') return `amount_cents / 100.0 ${sqlOps[c.operator]} ${c.value}`;
+        const flipped = ({ gt: '<', gte: '<=', lt: '>', lte: '>=' } as const)[c.operator];
+        return `last_activity_at ${flipped} ${now.getTime() - c.value * DAY_MS}`;
+      })
+      .join(' AND ');
+    const fullScan = db.prepare(`SELECT count(*) FROM customers NOT INDEXED WHERE ${where}`).pluck();
+    const expected = fullScan.get() as number;
+    const got = await audience.count(compileConditions(set.conditions, now));
+    if (got !== expected) throw new Error(`engine counted ${got}, SQL ${expected} for ${set.name}`);
+    aggregateRows.push({
+      name: `segment preview: ${set.name} = ${got}`,
+      ours: await timeAsync(() => audience.count(compileConditions(set.conditions, now))),
+      naive: timeIt(() => fullScan.get(), 3, 1),
+    });
+  }
+  for (const row of aggregateRows) log(`  ${row.name.padEnd(58)} ${row.ours.toFixed(3).padStart(8)} vs ${row.naive.toFixed(1).padStart(7)}  x${Math.round(row.naive / row.ours)}`);
+  db.close();
+
+  // Start-up: from spawning the service to /health answering, on the large database.
+  const serviceEnv = { DATABASE_PATH: RUN, PORT: String(PORT), LOG_LEVEL: 'info', ADMIN_PASSWORD: 'unused-admin-password' };
+  const service = start(['--import', 'tsx', 'src/main.ts'], serviceEnv, 'data/bench-service.log'); // request logs as in production
+  const startupMs = await waitFor(`http://127.0.0.1:${PORT}/health`);
+  log(`Start-up to /health: ${Math.round(startupMs)} ms`);
+  const floor = start(['--import', 'tsx', 'scripts/bench-floor.ts', RUN, String(FLOOR_PORT)], {}, 'data/bench-floor.log');
+  await waitFor(`http://127.0.0.1:${FLOOR_PORT}/`);
+
+  const signIn = await fetch(`http://127.0.0.1:${PORT}/v1/auth/sign-in`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: EMAIL, password: PASSWORD }),
+  });
+  const { accessToken: token } = (await signIn.json()) as { accessToken: string };
+  const api = (path: string) => `http://127.0.0.1:${PORT}${path}`;
+  await sleep(1500); // let the audience index finish its background load
+
+  log(`HTTP, 50 connections, ${DURATION} s each:`);
+  const floorRow = await load('floor: bare node:http, default page', `http://127.0.0.1:${FLOOR_PORT}/`);
+  const enc = encodeURIComponent;
+  const httpRows = [
+    await load('GET /v1/customers (default)', api('/v1/customers'), { token }),
+    await load('GET /v1/customers?status=active', api('/v1/customers?status=active'), { token }),
+    await load(`GET /v1/customers?country=${topCountry} (smallest)`, api(`/v1/customers?country=${enc(topCountry)}`), { token }),
+    await load(`GET /v1/customers?search=${rare.term} (${(rare.share * 100).toFixed(2)}%)`, api(`/v1/customers?search=${enc(rare.term)}`), { token }),
+    await load(`GET /v1/customers?search=${common.term} (${(common.share * 100).toFixed(1)}%)`, api(`/v1/customers?search=${enc(common.term)}`), { token }),
+    await load('GET /v1/customers?sort=totalAmountSpent&direction=asc&page=200', api('/v1/customers?sort=totalAmountSpent&direction=asc&page=200'), { token }),
+    await load('GET /v1/customers/kpis', api('/v1/customers/kpis'), { token }),
+    await load('GET /v1/customers/trend?months=24', api('/v1/customers/trend?months=24'), { token }),
+    await load('GET /v1/customers/health', api('/v1/customers/health'), { token }),
+    await load('GET /v1/customers/top', api('/v1/customers/top'), { token }),
+  ];
+  for (const set of conditionSets) {
+    httpRows.push(await load(`POST /v1/segments/preview: ${set.name}`, api('/v1/segments/preview'), { token, method: 'POST', body: { conditions: set.conditions } }));
+  }
+
+  // Import: 1000-row requests of new customers, one after another.
+  const batches = 20;
+  const rows = [...syntheticCustomers(batches * 1000, { seed: 7, firstSerial: 50_000_000 })].map((c) => ({
+    name: c.name,
+    email: c.email,
+    country: c.country,
+    totalTransactions: c.totalTransactions,
+    totalAmountSpent: c.amountCents / 100,
+    lastActivityDate: new Date(c.lastActivityAt).toISOString(),
+    status: c.status,
+  }));
+  const importStart = performance.now();
+  for (let b = 0; b < batches; b++) {
+    const reply = await fetch(api('/v1/customers/import'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ customers: rows.slice(b * 1000, (b + 1) * 1000) }),
+    });
+    const report = (await reply.json()) as { imported: number };
+    if (report.imported !== 1000) throw new Error(`import batch ${b}: ${JSON.stringify(report).slice(0, 200)}`);
+  }
+  const importRowsPerSecond = (batches * 1000) / ((performance.now() - importStart) / 1000);
+  log(`Import: ${Math.round(importRowsPerSecond).toLocaleString('en')} rows/s (${batches} requests of 1000 rows)`);
+
+  const peakRss = peakRssMb(service.pid!);
+  service.kill('SIGTERM');
+  floor.kill('SIGTERM');
+
+  const report = {
+    measuredAt: new Date().toISOString(),
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+    customers: base,
+    floor: floorRow,
+    http: httpRows.map((r) => ({ ...r, ratioToFloor: r.requestsPerSecond / floorRow.requestsPerSecond })),
+    inProcess: aggregateRows.map((r) => ({ ...r, speedup: r.naive / r.ours })),
+    searchTerms: { rare, onePercent, common },
+    audienceIndexLoadMs: audienceLoadMs,
+    importRowsPerSecond,
+    startupMs,
+    peakRssMb: peakRss,
+  };
+  mkdirSync(dirname(OUT), { recursive: true });
+  writeFileSync(OUT, `${JSON.stringify(report, null, 2)}\n`);
+
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  const table = [
+    `Benchmark on ${report.machine.cpus} cores (${report.machine.cpuModel}), Node ${report.machine.node}, ${base.toLocaleString('en')} customers`,
+    '',
+    line(['HTTP endpoint (50 connections)', 'req/s', 'p50 ms', 'p99 ms', 'of floor']),
+    line(['-', '-', '-', '-', '-']),
+    line([floorRow.name, String(Math.round(floorRow.requestsPerSecond)), String(floorRow.p50), String(floorRow.p99), '100%']),
+    ...report.http.map((r) => line([r.name, String(Math.round(r.requestsPerSecond)), String(r.p50), String(r.p99), `${Math.round(r.ratioToFloor * 100)}%`])),
+    '',
+    line(['In process', 'ours ms', 'naive ms', 'speed-up']),
+    line(['-', '-', '-', '-']),
+    ...report.inProcess.map((r) => line([r.name, r.ours.toFixed(3), r.naive.toFixed(1), `${Math.round(r.speedup)}x`])),
+    '',
+    `Import through HTTP: ${Math.round(importRowsPerSecond).toLocaleString('en')} rows/s. Start-up to /health: ${Math.round(startupMs)} ms. ` +
+      `Peak RSS of the service: ${Math.round(peakRss)} MB. Audience index load: ${Math.round(audienceLoadMs)} ms.`,
+    `Figures written to ${OUT}.`,
+  ];
+  process.stdout.write(`\n${table.join('\n')}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
