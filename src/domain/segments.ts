@@ -22,33 +22,47 @@ export interface Bounds {
 
 type Range = [number, number];
 
-/**
- * Returns the integer bounds `[lo, hi]` of `k` such that `scale(k) op value`, where `scale` is increasing.
- * Exact for any double `value`: `scale` is evaluated, never inverted by a rounding formula.
- */
-function integerBounds(operator: NumericOperator, value: number, scale: (k: number) => number, guess: number): Range {
-  if (Number.isNaN(value)) return [1, 0];
-  if (!(Math.abs(guess) < 2 ** 52)) {
-    // Beyond any stored value (all are safe integers): either everything or nothing satisfies it.
-    const everything = (guess > 0) === (operator === 'lt' || operator === 'lte');
-    return everything ? [-Infinity, Infinity] : [1, 0];
-  }
-  // first: the smallest integer k with scale(k) >= value; firstAbove: the smallest with scale(k) > value.
-  let first = Math.floor(guess) - 2;
-  while (scale(first) < value) first += 1;
-  while (scale(first - 1) >= value) first -= 1;
-  let firstAbove = first;
-  while (scale(firstAbove) <= value) firstAbove += 1;
+/** One past the largest stored value: every stored number is a safe integer. */
+const LIMIT = 2 ** 53;
+
+/** The integers `k` with `k op value`, given the first `k` with k >= value and the first with k > value. */
+function rangeFor(operator: NumericOperator, atLeast: number, above: number): Range {
   switch (operator) {
     case 'gt':
-      return [firstAbove, Infinity];
+      return [above, Infinity];
     case 'gte':
-      return [first, Infinity];
+      return [atLeast, Infinity];
     case 'lt':
-      return [-Infinity, first - 1];
+      return [-Infinity, atLeast - 1];
     case 'lte':
-      return [-Infinity, firstAbove - 1];
+      return [-Infinity, above - 1];
   }
+}
+
+/** Bounds on a whole-number column (transactions, epoch milliseconds) compared with `value` directly. */
+function wholeBounds(operator: NumericOperator, value: number): Range {
+  const clamped = Math.min(LIMIT, Math.max(-LIMIT, value)); // beyond every stored value either way
+  return rangeFor(operator, Math.ceil(clamped), Math.floor(clamped) + 1);
+}
+
+/**
+ * Bounds on cents (0 to 2^53 - 1) such that `cents / 100 op value`, exactly as the stored amount reads as a
+ * number: found by binary search over the stored range, so no rounding formula can be off by a cent.
+ */
+function centBounds(operator: NumericOperator, value: number): Range {
+  const first = (holds: (cents: number) => boolean): number => {
+    if (holds(0)) return 0;
+    if (!holds(LIMIT - 1)) return LIMIT;
+    let lo = 0; // holds(lo) is false
+    let hi = LIMIT - 1; // holds(hi) is true
+    while (hi - lo > 1) {
+      const mid = lo + Math.floor((hi - lo) / 2);
+      if (holds(mid)) hi = mid;
+      else lo = mid;
+    }
+    return hi;
+  };
+  return rangeFor(operator, first((k) => k / 100 >= value), first((k) => k / 100 > value));
 }
 
 function intersect(range: Range, other: Range): void {
@@ -77,16 +91,16 @@ export function compileConditions(conditions: readonly Condition[], now: Date): 
         break;
       }
       case 'totalTransactions':
-        intersect(bounds.transactions, integerBounds(condition.operator, condition.value, (k) => k, condition.value));
+        intersect(bounds.transactions, wholeBounds(condition.operator, condition.value));
         break;
       case 'totalAmountSpent':
-        intersect(bounds.cents, integerBounds(condition.operator, condition.value, (k) => k / 100, condition.value * 100));
+        intersect(bounds.cents, centBounds(condition.operator, condition.value));
         break;
       case 'lastActivityDays': {
         // Days back from now: more days is an earlier instant, so the comparison flips onto the timestamp.
         const instant = now.getTime() - condition.value * DAY_MS;
         const flipped = ({ gt: 'lt', gte: 'lte', lt: 'gt', lte: 'gte' } as const)[condition.operator];
-        intersect(bounds.lastActivityAt, integerBounds(flipped, instant, (k) => k, instant));
+        intersect(bounds.lastActivityAt, wholeBounds(flipped, instant));
         break;
       }
     }
