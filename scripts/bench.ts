@@ -174,6 +174,8 @@ async function main(): Promise<void> {
     top: db.prepare('SELECT (SELECT sum(amount_cents) FROM customers) AS total, id FROM customers NOT INDEXED ORDER BY amount_cents DESC, last_activity_at DESC LIMIT 5'),
     like: db.prepare("SELECT count(*) AS n FROM customers WHERE name LIKE ? ESCAPE '\\' OR email LIKE ? ESCAPE '\\'"),
   };
+  // The statement the service runs for an unfiltered search count (before its per-generation memory).
+  const trigramCount = db.prepare('SELECT count(*) AS n FROM customer_search WHERE customer_search MATCH ?');
   const aggregateRows = [
     { name: 'kpis', ours: timeIt(() => customers.stats.totalsByStatus()), naive: timeIt(() => naive.kpis.all(), 3, 1) },
     {
@@ -184,8 +186,8 @@ async function main(): Promise<void> {
     { name: 'health', ours: timeIt(() => customers.stats.healthInputs(now)), naive: timeIt(() => naive.health.get(now.getTime() - STALE_AFTER_DAYS * DAY_MS), 3, 1) },
     { name: 'top (5)', ours: timeIt(() => [customers.stats.totalsByStatus(), customers.topCustomers(5)]), naive: timeIt(() => naive.top.all(), 3, 1) },
     {
-      name: `search count "${onePercent.term}" (${(onePercent.share * 100).toFixed(2)}%)`,
-      ours: timeIt(() => share(onePercent.term)),
+      name: `search count "${onePercent.term}" (${(onePercent.share * 100).toFixed(2)}%), uncached`,
+      ours: timeIt(() => trigramCount.get(`"${onePercent.term}"`)),
       naive: timeIt(() => naive.like.get(`%${onePercent.term}%`, `%${onePercent.term}%`), 3, 1),
     },
   ];

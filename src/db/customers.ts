@@ -64,14 +64,17 @@ const TRIGRAM = 3;
  * `scan`: read the whole table and sort the LIKE matches: for rare terms under three characters. `foldscan`: the
  * same for non-ASCII terms under three characters, which LIKE would compare case-sensitively.
  */
-type PagePlan = 'none' | 'ordered' | 'trigram' | 'scan' | 'foldscan';
+type PagePlan = 'ordered' | 'trigram' | 'scan' | 'foldscan';
 type Matcher = 'none' | 'trigram' | 'like' | 'fold';
 
 /** Matches at least this share of the filtered base count as common (0.5%). */
 const COMMON_SHARE = 1 / 200;
 
-/** How many search counts are remembered for the current data generation. */
-const COUNT_CACHE_SIZE = 500;
+/** How many searches are remembered for the current data generation. */
+const SEARCH_CACHE_SIZE = 500;
+
+/** Rare searches up to this many matches remember their ordered ids, so each page is a few lookups. */
+const REMEMBERED_IDS = 10_000;
 
 function toCustomer(row: CustomerRow): Customer {
   return {
@@ -146,23 +149,24 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
   const bump = () => nextGeneration.get() as number;
   const currentGeneration = db.prepare("SELECT coalesce((SELECT value FROM meta WHERE key = 'customers_generation'), 0)").pluck();
 
-  // Search counts cost time in proportion to the matches, and paging asks for the same count on every page.
-  // They are remembered until customers change: any write, by any process, moves the generation on.
-  let cachedGeneration = -1;
-  const searchCounts = new Map<string, number>();
-  const countSearch = (key: string, count: () => number): number => {
+  // Search results cost time in proportion to their matches, and paging repeats the same search on every page.
+  // Each search's count, and for rare terms the ids of every match in page order, are remembered until customers
+  // change: any write, by any process, moves the generation on and empties the memory.
+  let rememberedGeneration = -1;
+  const remembered = new Map<string, { total: number; ids?: number[] }>();
+  const remember = (key: string, compute: () => { total: number; ids?: number[] }) => {
     const generation = currentGeneration.get() as number;
-    if (generation !== cachedGeneration) {
-      searchCounts.clear();
-      cachedGeneration = generation;
+    if (generation !== rememberedGeneration) {
+      remembered.clear();
+      rememberedGeneration = generation;
     }
-    let total = searchCounts.get(key);
-    if (total === undefined) {
-      total = count();
-      if (searchCounts.size >= COUNT_CACHE_SIZE) searchCounts.delete(searchCounts.keys().next().value!);
-      searchCounts.set(key, total);
+    let result = remembered.get(key);
+    if (result === undefined) {
+      result = compute();
+      if (remembered.size >= SEARCH_CACHE_SIZE) remembered.delete(remembered.keys().next().value!);
+      remembered.set(key, result);
     }
-    return total;
+    return result;
   };
   const indexText = db.prepare('INSERT INTO customer_search (rowid, text) VALUES (?, ?)');
   const unindexText = db.prepare('DELETE FROM customer_search WHERE rowid = ?');
@@ -286,21 +290,30 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
         offset: (query.page - 1) * query.limit,
       };
       const base = stats.countMatching(status, key);
-      let plan: PagePlan = 'none';
-      let total = base;
-      if (term !== '') {
-        const trigram = [...term].length >= TRIGRAM;
-        // LIKE folds case for ASCII only: non-ASCII terms never use it.
-        const ascii = /^[\x20-\x7e]*$/.test(term);
-        const matcher: Matcher = trigram ? 'trigram' : ascii ? 'like' : 'fold';
-        const countKey = `${matcher}|${filters}`;
-        total = countSearch(`${countKey}|${status}|${key}|${term}`, () => (counts.get(countKey)!.get(params) as { n: number }).n);
-        const common = total >= base * COMMON_SHARE && ascii;
-        plan = common ? 'ordered' : trigram ? 'trigram' : ascii ? 'scan' : 'foldscan';
+      if (term === '') {
+        if (params.offset >= base) return { items: [], total: base };
+        return { items: (pages.get(`none|${filters}|${query.sort}|${query.direction}`)!.all(params) as CustomerRow[]).map(toCustomer), total: base };
       }
+      const trigram = [...term].length >= TRIGRAM;
+      // LIKE folds case for ASCII only: non-ASCII terms never use it.
+      const ascii = /^[\x20-\x7e]*$/.test(term);
+      const matcher: Matcher = trigram ? 'trigram' : ascii ? 'like' : 'fold';
+      const counted = remember(`${matcher}|${filters}|${status}|${key}|${term}`, () => ({
+        total: (counts.get(`${matcher}|${filters}`)!.get(params) as { n: number }).n,
+      }));
+      const total = counted.total;
       if (params.offset >= total) return { items: [], total };
-      const rows = pages.get(`${plan}|${filters}|${query.sort}|${query.direction}`)!.all(params) as CustomerRow[];
-      return { items: rows.map(toCustomer), total };
+      const common = total >= base * COMMON_SHARE && ascii;
+      const plan: PagePlan = common ? 'ordered' : trigram ? 'trigram' : ascii ? 'scan' : 'foldscan';
+      const page = pages.get(`${plan}|${filters}|${query.sort}|${query.direction}`)!;
+      if (common || total > REMEMBERED_IDS) return { items: (page.all(params) as CustomerRow[]).map(toCustomer), total };
+      // A rare term: sort all its matches once, then serve every page from their remembered ids.
+      const { ids } = remember(`${plan}|${filters}|${status}|${key}|${term}|${query.sort}|${query.direction}`, () => ({
+        total,
+        ids: (page.all({ ...params, limit: -1, offset: 0 }) as CustomerRow[]).map((row) => row.id),
+      }));
+      const items = ids!.slice(params.offset, params.offset + params.limit).map((id) => toCustomer(byId.get(id)!));
+      return { items, total };
     },
 
     /** Returns the highest spenders, ties by most recent activity. */
