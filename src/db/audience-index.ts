@@ -126,12 +126,16 @@ export class AudienceIndex {
       const chunk = reader
         .prepare('SELECT id, country_key, total_transactions, amount_cents, last_activity_at FROM customers WHERE id > ? ORDER BY id LIMIT ?')
         .raw();
+      // Rows are streamed, not collected per chunk, so loading leaves no large garbage on the heap.
       let after = 0;
       for (;;) {
-        const rows = chunk.all(after, CHUNK) as [number, string, number, number, number][];
-        for (const [id, key, transactions, cents, lastActivityAt] of rows) this.append(id, key, transactions, cents, lastActivityAt);
-        if (rows.length < CHUNK) break;
-        after = rows[rows.length - 1]![0];
+        let read = 0;
+        for (const [id, key, transactions, cents, lastActivityAt] of chunk.iterate(after, CHUNK) as Iterable<[number, string, number, number, number]>) {
+          this.append(id, key, transactions, cents, lastActivityAt);
+          after = id;
+          read++;
+        }
+        if (read < CHUNK) break;
         if (reader !== this.db) await new Promise((resolve) => setImmediate(resolve));
       }
       if (reader !== this.db) reader.exec('COMMIT');

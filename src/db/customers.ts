@@ -174,9 +174,6 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
     'SELECT * FROM customers ORDER BY amount_cents DESC, last_activity_at DESC, id DESC LIMIT ?',
   );
 
-  // Every combination of plan, filters, sort and direction, prepared now so a typo fails at start-up.
-  const pages = new Map<string, ReturnType<typeof db.prepare>>();
-  const counts = new Map<string, ReturnType<typeof db.prepare>>();
   // Emails are stored lower-cased; names are folded by JavaScript's toLowerCase, which knows every script.
   db.function('folded_contains', { deterministic: true }, (text, term) => (String(text).toLowerCase().includes(String(term)) ? 1 : 0));
   const where = (search: Matcher, byStatus: boolean, byCountry: boolean) =>
@@ -189,33 +186,28 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
     ]
       .filter(Boolean)
       .join(' AND ') || '1';
-  for (const byStatus of [false, true]) {
-    for (const byCountry of [false, true]) {
-      const filtered = byStatus || byCountry;
-      counts.set(
-        `trigram|${byStatus}|${byCountry}`,
-        db.prepare(
-          filtered
-            ? `SELECT count(*) AS n FROM customers NOT INDEXED WHERE ${where('trigram', byStatus, byCountry)}`
-            : 'SELECT count(*) AS n FROM customer_search WHERE customer_search MATCH @match',
-        ),
-      );
-      for (const matcher of ['like', 'fold'] as const) {
-        counts.set(`${matcher}|${byStatus}|${byCountry}`, db.prepare(`SELECT count(*) AS n FROM customers NOT INDEXED WHERE ${where(matcher, byStatus, byCountry)}`));
-      }
-      for (const sort of CUSTOMER_SORTS) {
-        for (const direction of ['asc', 'desc'] as const) {
-          const tail = `ORDER BY ${SORT_COLUMNS[sort]} ${direction}, id ${direction} LIMIT @limit OFFSET @offset`;
-          const key = `${byStatus}|${byCountry}|${sort}|${direction}`;
-          pages.set(`none|${key}`, db.prepare(`SELECT * FROM customers WHERE ${where('none', byStatus, byCountry)} ${tail}`));
-          pages.set(`ordered|${key}`, db.prepare(`SELECT * FROM customers INDEXED BY ${SORT_INDEXES[sort]} WHERE ${where('like', byStatus, byCountry)} ${tail}`));
-          pages.set(`trigram|${key}`, db.prepare(`SELECT * FROM customers NOT INDEXED WHERE ${where('trigram', byStatus, byCountry)} ${tail}`));
-          pages.set(`scan|${key}`, db.prepare(`SELECT * FROM customers NOT INDEXED WHERE ${where('like', byStatus, byCountry)} ${tail}`));
-          pages.set(`foldscan|${key}`, db.prepare(`SELECT * FROM customers NOT INDEXED WHERE ${where('fold', byStatus, byCountry)} ${tail}`));
-        }
-      }
+  const countSql = (matcher: Matcher, byStatus: boolean, byCountry: boolean) =>
+    matcher === 'trigram' && !byStatus && !byCountry
+      ? 'SELECT count(*) AS n FROM customer_search WHERE customer_search MATCH @match'
+      : `SELECT count(*) AS n FROM customers NOT INDEXED WHERE ${where(matcher, byStatus, byCountry)}`;
+  const PLAN_SOURCES = { ordered: ['like', true], trigram: ['trigram', false], scan: ['like', false], foldscan: ['fold', false] } as const;
+  const pageSql = (plan: PagePlan | 'none', byStatus: boolean, byCountry: boolean, sort: CustomerSort, direction: 'asc' | 'desc') => {
+    const [matcher, walkSortIndex] = plan === 'none' ? (['none', false] as const) : PLAN_SOURCES[plan];
+    const from = plan === 'none' ? 'customers' : walkSortIndex ? `customers INDEXED BY ${SORT_INDEXES[sort]}` : 'customers NOT INDEXED';
+    return `SELECT * FROM ${from} WHERE ${where(matcher, byStatus, byCountry)} ORDER BY ${SORT_COLUMNS[sort]} ${direction}, id ${direction} LIMIT @limit OFFSET @offset`;
+  };
+  // Several hundred variants exist and each prepared statement holds memory, so they are prepared on first use.
+  // The default page is prepared now: a mistake in the shared SQL still fails at start-up.
+  const statements = new Map<string, ReturnType<typeof db.prepare>>();
+  const prepared = (sql: string) => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
     }
-  }
+    return statement;
+  };
+  prepared(pageSql('none', false, false, 'lastActivityDate', 'desc'));
 
   const insertOne = (record: CustomerRecord, now: number, delta: StatsDelta): StoredCustomer | undefined => {
     const key = countryKey(record.country);
@@ -279,7 +271,8 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
       const term = query.search.replace(/[\u0000-\u001f\u007f]/g, ' ');
       const status = query.status === 'all' ? undefined : query.status;
       const key = countryKey(query.country) || undefined;
-      const filters = `${status !== undefined}|${key !== undefined}`;
+      const byStatus = status !== undefined;
+      const byCountry = key !== undefined;
       const params = {
         match: phrase(term),
         like: likePattern(term),
@@ -292,23 +285,24 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
       const base = stats.countMatching(status, key);
       if (term === '') {
         if (params.offset >= base) return { items: [], total: base };
-        return { items: (pages.get(`none|${filters}|${query.sort}|${query.direction}`)!.all(params) as CustomerRow[]).map(toCustomer), total: base };
+        const page = prepared(pageSql('none', byStatus, byCountry, query.sort, query.direction));
+        return { items: (page.all(params) as CustomerRow[]).map(toCustomer), total: base };
       }
       const trigram = [...term].length >= TRIGRAM;
       // LIKE folds case for ASCII only: non-ASCII terms never use it.
       const ascii = /^[\x20-\x7e]*$/.test(term);
       const matcher: Matcher = trigram ? 'trigram' : ascii ? 'like' : 'fold';
-      const counted = remember(`${matcher}|${filters}|${status}|${key}|${term}`, () => ({
-        total: (counts.get(`${matcher}|${filters}`)!.get(params) as { n: number }).n,
+      const counted = remember(`${matcher}|${status}|${key}|${term}`, () => ({
+        total: (prepared(countSql(matcher, byStatus, byCountry)).get(params) as { n: number }).n,
       }));
       const total = counted.total;
       if (params.offset >= total) return { items: [], total };
       const common = total >= base * COMMON_SHARE && ascii;
       const plan: PagePlan = common ? 'ordered' : trigram ? 'trigram' : ascii ? 'scan' : 'foldscan';
-      const page = pages.get(`${plan}|${filters}|${query.sort}|${query.direction}`)!;
+      const page = prepared(pageSql(plan, byStatus, byCountry, query.sort, query.direction));
       if (common || total > REMEMBERED_IDS) return { items: (page.all(params) as CustomerRow[]).map(toCustomer), total };
       // A rare term: sort all its matches once, then serve every page from their remembered ids.
-      const { ids } = remember(`${plan}|${filters}|${status}|${key}|${term}|${query.sort}|${query.direction}`, () => ({
+      const { ids } = remember(`${plan}|${status}|${key}|${term}|${query.sort}|${query.direction}`, () => ({
         total,
         ids: (page.all({ ...params, limit: -1, offset: 0 }) as CustomerRow[]).map((row) => row.id),
       }));
