@@ -1,0 +1,86 @@
+// The service as a process: what `npm start` prints, configuration errors, graceful shutdown.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+
+const dir = mkdtempSync(join(tmpdir(), 'campaigns-process-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Started {
+  child: ChildProcessWithoutNullStreams;
+  url: string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+function launch(env: Record<string, string>): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, LOG_LEVEL: 'info', ...env } });
+}
+
+/** Starts src/main.ts on a free port and waits for its "listening" log line. */
+async function start(env: Record<string, string>): Promise<Started> {
+  const child = launch({ PORT: '0', ...env });
+  let err = '';
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /"msg":"listening","url":"([^"]+)"/.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    void exited.then((code) => reject(new Error(`exited with ${code}: ${err}`)));
+  });
+  return { child, url, stderr: () => err, exited };
+}
+
+test('first start prints the generated admin password once, and it signs in', async () => {
+  const service = await start({ DATABASE_PATH: join(dir, 'first.db') });
+  try {
+    const match = /Sign in as (admin@example\.com) with password (\S+) \(shown only this once\)/.exec(service.stderr());
+    assert.ok(match, service.stderr());
+    const reply = await fetch(`${service.url}/v1/auth/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: match[1], password: match[2] }),
+    });
+    assert.equal(reply.status, 200);
+    assert.equal(((await reply.json()) as { user: { role: string } }).user.role, 'admin');
+  } finally {
+    service.child.kill('SIGTERM');
+    await service.exited;
+  }
+  const again = await start({ DATABASE_PATH: join(dir, 'first.db') });
+  again.child.kill('SIGTERM');
+  assert.equal(await again.exited, 0);
+  assert.doesNotMatch(again.stderr(), /Created the first admin/);
+});
+
+test('a bad configuration value stops the process with a message naming the variable', async () => {
+  const child = launch({ DATABASE_PATH: join(dir, 'bad.db'), PORT: 'abc' });
+  let err = '';
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  assert.equal(code, 2);
+  assert.match(err, /Configuration error: PORT: /);
+});
+
+test('SIGTERM lets a request in flight finish, then the process exits 0 and stops listening', async () => {
+  const service = await start({ DATABASE_PATH: join(dir, 'term.db'), ADMIN_PASSWORD: 'a-long-password' });
+  // Sign-in takes a few hundred milliseconds of scrypt: long enough to be in flight when the signal arrives.
+  const inFlight = fetch(`${service.url}/v1/auth/sign-in`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', connection: 'close' },
+    body: JSON.stringify({ email: 'admin@example.com', password: 'a-long-password' }),
+  });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  service.child.kill('SIGTERM');
+  const reply = await inFlight;
+  assert.equal(reply.status, 200);
+  assert.equal(await service.exited, 0);
+  await assert.rejects(fetch(`${service.url}/health`));
+});
