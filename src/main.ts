@@ -1,21 +1,30 @@
 // `npm start`: read the configuration, start the service, stop gracefully on SIGTERM or SIGINT.
 import { ConfigError, loadConfig } from './config.ts';
-import { startService } from './server.ts';
+import { startService, type RunningService } from './server.ts';
 
-try {
-  const service = await startService(loadConfig(process.env));
-  let stopping = false;
-  const shutdown = (signal: string) => {
+let service: RunningService | undefined;
+let stopping = false;
+
+function stop(running: RunningService, signal: string): void {
+  process.stderr.write(`${signal} received: finishing requests in flight (up to 10 s)\n`);
+  running.stop().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+}
+
+// Installed before start-up, so a signal that arrives while the service is starting still stops it gracefully.
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write(`${signal} received: finishing requests in flight (up to 10 s)\n`);
-    service.stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+    if (service) stop(service, signal);
+  });
+}
+
+try {
+  service = await startService(loadConfig(process.env));
+  if (stopping) stop(service, 'a signal during start-up');
 } catch (error) {
   if (error instanceof ConfigError) {
     process.stderr.write(`Configuration error: ${error.message}\n`);
