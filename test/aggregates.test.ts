@@ -3,6 +3,8 @@
 // so the 60-day stale cut-off is 2026-09-21T12:00:00.000Z and the default trend runs 2026-06 .. 2026-11.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
+import { prng } from '../scripts/synthetic-customers.ts';
+import type { Customer, CustomerStatus } from '../src/domain/customers.ts';
 import { assertProblem, startService, type TestService } from './helpers.ts';
 
 const NOW = '2026-11-20T12:00:00.000Z';
@@ -10,17 +12,8 @@ const DAY_MS = 86_400_000;
 /** Access tokens live one day, so tests may move the clock forward by hours without signing in again. */
 const ENV = { ACCESS_TOKEN_TTL: '86400' };
 
-type Status = 'active' | 'inactive' | 'churned';
-
-interface Row {
-  name: string;
-  email: string;
-  country: string;
-  totalTransactions: number;
-  totalAmountSpent: number;
-  lastActivityDate: string;
-  status: Status;
-}
+type Status = CustomerStatus;
+type Row = Omit<Customer, 'id'>;
 
 let seq = 0;
 
@@ -531,17 +524,6 @@ describe('customer aggregates over hand-built bases', () => {
 // =============================================================================================
 // Random writes through HTTP; every aggregate equals its naive SQL over the customers table.
 
-/** Deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('customer aggregates after random writes equal naive SQL over the customers table', () => {
   let service: TestService;

@@ -3,26 +3,14 @@
 // 2026-11-20T12:00:00.000Z, so "one day in the future" ends at 2026-11-21T12:00:00.000Z.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { Customer, CustomerStatus } from '../src/domain/customers.ts';
 import { assertProblem, startService, type Reply, type TestService } from './helpers.ts';
 
 const CUSTOMER_KEYS = ['country', 'email', 'id', 'lastActivityDate', 'name', 'status', 'totalAmountSpent', 'totalTransactions'];
 const ALL_FIELDS = ['name', 'email', 'country', 'totalTransactions', 'totalAmountSpent', 'lastActivityDate', 'status'];
 
-type Status = 'active' | 'inactive' | 'churned';
-
-interface CustomerBody {
-  name: string;
-  email: string;
-  country: string;
-  totalTransactions: number;
-  totalAmountSpent: number;
-  lastActivityDate: string;
-  status: Status;
-}
-
-interface Customer extends CustomerBody {
-  id: string;
-}
+type Status = CustomerStatus;
+type CustomerBody = Omit<Customer, 'id'>;
 
 let emailCounter = 0;
 

@@ -6,6 +6,9 @@ import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { bulkInsertCustomers } from '../src/db/customer-bulk.ts';
 import { openDatabase } from '../src/db/database.ts';
+import type { Customer } from '../src/domain/customers.ts';
+import type { Condition, NumericOperator } from '../src/domain/segments.ts';
+import { prng } from '../scripts/synthetic-customers.ts';
 import { assertProblem, startService, type TestService } from './helpers.ts';
 
 const NOW = '2026-11-20T12:00:00.000Z';
@@ -19,9 +22,7 @@ const ENV = { ACCESS_TOKEN_TTL: '86400' };
 const SEGMENT_KEYS = ['conditions', 'createdAt', 'id', 'matchCount', 'name', 'updatedAt'];
 const CONDITION_KEYS = ['field', 'id', 'operator', 'value'];
 
-type NumericField = 'totalTransactions' | 'totalAmountSpent' | 'lastActivityDays';
-type Operator = 'gt' | 'gte' | 'lt' | 'lte';
-type Condition = { field: 'country'; operator: 'eq'; value: string } | { field: NumericField; operator: Operator; value: number };
+type Operator = NumericOperator;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const country = (value: string): Condition => ({ field: 'country', operator: 'eq', value });
@@ -29,15 +30,7 @@ const tx = (operator: Operator, value: number): Condition => ({ field: 'totalTra
 const amount = (operator: Operator, value: number): Condition => ({ field: 'totalAmountSpent', operator, value });
 const days = (operator: Operator, value: number): Condition => ({ field: 'lastActivityDays', operator, value });
 
-interface Row {
-  name: string;
-  email: string;
-  country: string;
-  totalTransactions: number;
-  totalAmountSpent: number;
-  lastActivityDate: string;
-  status: 'active' | 'inactive' | 'churned';
-}
+type Row = Omit<Customer, 'id'>;
 
 let emailCounter = 0;
 
@@ -782,17 +775,6 @@ describe('segments: the matching engine follows customer writes', () => {
 // =============================================================================================
 // A random dataset checked against a plain SQL count of the same conditions.
 
-/** Mulberry32: a small seeded PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SQL_OPERATOR: Record<Operator, string> = { gt: '>', gte: '>=', lt: '<', lte: '<=' };
 /** More days back is an earlier instant: the comparison flips onto the timestamp. */
