@@ -112,7 +112,9 @@ function tokenSecret(configured: string | undefined, databasePath: string): Buff
   const file = `${databasePath}.secret`;
   if (existsSync(file)) {
     const stored = readFileSync(file, 'utf8').trim();
-    if (stored.length < 64) throw new ConfigError('TOKEN_SECRET', `the stored secret in ${file} is too short; delete it to create a new one`);
+    if (!/^(?:[0-9a-f]{2}){32,}$/i.test(stored)) {
+      throw new ConfigError('TOKEN_SECRET', `the stored secret in ${file} is not at least 32 bytes of hex; delete it to create a new one`);
+    }
     return Buffer.from(stored, 'hex');
   }
   mkdirSync(dirname(file), { recursive: true });

@@ -886,3 +886,29 @@ describe('customers.list: ties are broken by id', () => {
     }
   }
 });
+
+describe('customers: control characters', () => {
+  let service: TestService;
+  let token: string;
+  before(async () => {
+    service = await startService();
+    token = await service.tokenFor('lifecycle_marketer');
+  });
+  after(() => service.close());
+
+  test('a name or country with a control character is 400 naming the field', async () => {
+    const body = { email: 'ctl@example.com', totalTransactions: 1, totalAmountSpent: 1, lastActivityDate: '2026-11-01', status: 'active' };
+    assertProblem(await service.request('POST', '/v1/customers', { token, body: { ...body, name: 'Ada\nLovelace', country: 'France' } }), 400, 'validation_failed', ['name']);
+    assertProblem(await service.request('POST', '/v1/customers', { token, body: { ...body, name: 'Ada', country: 'Fr\u0001ance' } }), 400, 'validation_failed', ['country']);
+  });
+
+  test('a search term with a control character matches nothing', async () => {
+    const body = { name: 'Ada Lovelace', email: 'ada.ctl@example.com', country: 'France', totalTransactions: 1, totalAmountSpent: 1, lastActivityDate: '2026-11-01', status: 'active' };
+    assert.equal((await service.request('POST', '/v1/customers', { token, body })).status, 200);
+    for (const search of ['\u0001', 'Ada\nLovelace', 'ada\u007f']) {
+      const reply = await service.request('GET', `/v1/customers?search=${encodeURIComponent(search)}`, { token });
+      assert.equal(reply.status, 200);
+      assert.deepEqual({ total: reply.body.total, items: reply.body.items }, { total: 0, items: [] });
+    }
+  });
+});

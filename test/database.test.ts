@@ -1,12 +1,15 @@
 // The database file (upgrades, version guard), configuration, and the first admin (product.md section 1).
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
+import { AudienceIndex } from '../src/db/audience-index.ts';
+import { createCustomerRepository } from '../src/db/customers.ts';
 import { openDatabase, SCHEMA_VERSION } from '../src/db/database.ts';
+import { compileConditions } from '../src/domain/segments.ts';
 import { createUserRepository } from '../src/db/users.ts';
 import { verifyPassword } from '../src/domain/passwords.ts';
 import { ensureFirstAdmin } from '../src/first-admin.ts';
@@ -312,5 +315,56 @@ test('first start with a bad ADMIN_EMAIL or ADMIN_PASSWORD is a ConfigError nami
     assert.equal(users.countUsers(), 0);
   } finally {
     db.close();
+  }
+});
+
+test('config: a stored secret that is not at least 32 bytes of hex stops start-up naming TOKEN_SECRET', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'campaigns-secret-'));
+  try {
+    for (const stored of ['z'.repeat(64), 'ab'.repeat(31), '']) {
+      const databasePath = join(folder, 'x.db');
+      writeFileSync(`${databasePath}.secret`, stored);
+      assert.throws(() => loadConfig({ DATABASE_PATH: databasePath }), (error: unknown) => {
+        return error instanceof ConfigError && error.message.startsWith('TOKEN_SECRET:');
+      });
+    }
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+});
+
+test('segments engine: after a failed reload the next count reloads again instead of serving frozen numbers', async () => {
+  const folder = mkdtempSync(join(tmpdir(), 'campaigns-audience-'));
+  mkdirSync(folder, { recursive: true });
+  const path = join(folder, 'a.db');
+  const db = openDatabase(path);
+  try {
+    const audience = new AudienceIndex(db);
+    const customers = createCustomerRepository(db, (changes, generation) => audience.apply(changes, generation));
+    const record = (n: number) => ({
+      name: `C${n}`,
+      email: `c${n}@example.com`,
+      country: 'France',
+      totalTransactions: 1,
+      amountCents: 100,
+      lastActivityAt: Date.parse('2026-11-01T00:00:00Z'),
+      status: 'active' as const,
+    });
+    customers.insertCustomers([record(1)], new Date());
+    assert.equal(await audience.count(compileConditions([], new Date())), 1);
+
+    // Another process writes, and the reload that follows cannot open its connection.
+    const other = new Database(path);
+    other.exec(`UPDATE meta SET value = value + 1 WHERE key = 'customers_generation'`);
+    other.close();
+    renameSync(path, `${path}.away`);
+    await assert.rejects(audience.count(compileConditions([], new Date())));
+    renameSync(`${path}.away`, path);
+
+    customers.insertCustomers([record(2), record(3)], new Date());
+    assert.equal(await audience.count(compileConditions([], new Date())), 3);
+  } finally {
+    db.close();
+    rmSync(folder, { recursive: true, force: true });
   }
 });

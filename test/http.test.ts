@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -513,4 +514,45 @@ test('an unexpected failure is 500 internal_error whose detail reveals nothing o
       // the database was closed above already
     }
   }
+});
+
+/** Sends raw bytes on a new connection and returns what comes back before the server closes or `waitMs` passes. */
+function rawExchange(bytes: string, options: { hangUp?: boolean; waitMs?: number } = {}): Promise<string> {
+  const { port } = new URL(service.url);
+  return new Promise((resolve) => {
+    let answer = '';
+    const socket = connect(Number(port), '127.0.0.1', () => {
+      socket.write(bytes);
+      if (options.hangUp) socket.destroy();
+    });
+    socket.on('data', (chunk) => (answer += chunk.toString()));
+    socket.on('error', () => resolve(answer));
+    socket.on('close', () => resolve(answer));
+    setTimeout(() => {
+      socket.destroy();
+      resolve(answer);
+    }, options.waitMs ?? 2000);
+  });
+}
+
+test('a request target that is not a URL path is a 400 problem document, and the service keeps running', async () => {
+  const answer = await rawExchange('GET //[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  assert.match(answer, /^HTTP\/1\.1 400 /);
+  assert.match(answer, /content-type: application\/problem\+json/i);
+  assert.match(answer, /"code":"validation_failed"/);
+  assert.match(answer, /"field":"path"/);
+  assert.equal((await service.request('GET', '/health')).status, 200);
+});
+
+test('a client that hangs up in the middle of its body is not logged as a server error', async () => {
+  const before = service.logLines.length;
+  await rawExchange('POST /v1/auth/sign-in HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":1', {
+    hangUp: true,
+    waitMs: 300,
+  });
+  await sleep(200);
+  const lines = service.logLines.slice(before);
+  assert.equal(lines.filter((line) => line.level === 'error').length, 0, JSON.stringify(lines));
+  assert.equal(lines.filter((line) => line.msg === 'request' && line.status === 499).length, 1, JSON.stringify(lines));
+  assert.equal((await service.request('GET', '/health')).status, 200);
 });

@@ -111,8 +111,23 @@ export class AudienceIndex {
     });
   }
 
-  /** Reads every customer from a snapshot on a second connection, in chunks between which requests are served. */
+  /** Loads the columns, then applies the writes committed meanwhile; after a failure the next count retries. */
   private async load(): Promise<void> {
+    try {
+      await this.read();
+    } catch (error) {
+      // Nothing half-loaded is used: the next count tries again from scratch.
+      this.queued = undefined;
+      this.generation = -1;
+      throw error;
+    }
+    const queued = this.queued ?? [];
+    this.queued = undefined;
+    for (const { changes, generation } of queued) if (generation > this.generation) this.apply(changes, generation);
+  }
+
+  /** Reads every customer from a snapshot on a second connection, in chunks between which requests are served. */
+  private async read(): Promise<void> {
     this.queued = [];
     this.dataVersion = this.db.pragma('data_version', { simple: true }) as number;
     const reader = this.db.memory ? this.db : new Database(this.db.name, { readonly: true, fileMustExist: true });
@@ -143,9 +158,6 @@ export class AudienceIndex {
     } finally {
       if (reader !== this.db) reader.close();
     }
-    const queued = this.queued;
-    this.queued = undefined;
-    for (const { changes, generation } of queued) if (generation > this.generation) this.apply(changes, generation);
   }
 
   private allocate(capacity: number): void {

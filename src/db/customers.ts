@@ -267,8 +267,9 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
 
     /** Returns one page of customers matching the query, and how many match in all. */
     listCustomers(query: CustomerQuery): { items: Customer[]; total: number } {
-      // Control characters would let a term match across the name/email boundary of the search text.
-      const term = query.search.replace(/[\u0000-\u001f\u007f]/g, ' ');
+      const term = query.search;
+      // Names and emails hold no control characters, so such a term matches nothing.
+      if (/[\u0000-\u001f\u007f]/.test(term)) return { items: [], total: 0 };
       const status = query.status === 'all' ? undefined : query.status;
       const key = countryKey(query.country) || undefined;
       const byStatus = status !== undefined;

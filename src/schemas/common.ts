@@ -15,13 +15,14 @@ export const Email = v.pipe(
   v.regex(EMAIL_PATTERN, 'Must be a valid email address.'),
 );
 
-/** A string trimmed of surrounding white space, then limited to `min`..`max` characters. */
+/** A string trimmed of surrounding white space, limited to `min`..`max` characters, without control characters. */
 export function TrimmedText(min: number, max: number) {
   return v.pipe(
     v.string(),
     v.trim(),
     v.minLength(min, `Must be at least ${min} character${min === 1 ? '' : 's'} long.`),
     v.maxLength(max, `Must be at most ${max} characters long.`),
+    v.regex(/^[^\u0000-\u001f\u007f]*$/, 'Must not contain control characters.'),
   );
 }
 
