@@ -556,3 +556,19 @@ test('a client that hangs up in the middle of its body is not logged as a server
   assert.equal(lines.filter((line) => line.msg === 'request' && line.status === 499).length, 1, JSON.stringify(lines));
   assert.equal((await service.request('GET', '/health')).status, 200);
 });
+
+test('openapi: import rows are described, problems declare their headers, 429 declares Retry-After', async () => {
+  const doc = (await service.request('GET', '/v1/openapi.json')).body;
+  const rows = doc.paths['/v1/customers/import'].post.requestBody.content['application/json'].schema.properties.customers;
+  assert.equal(rows.maxItems, 1000);
+  assert.deepEqual([...rows.items.required].sort(), ['country', 'email', 'lastActivityDate', 'name', 'status', 'totalAmountSpent', 'totalTransactions']);
+  const signIn = doc.paths['/v1/auth/sign-in'].post.responses;
+  assert.ok(signIn['429'].headers['Retry-After'], 'sign-in 429 declares Retry-After');
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown> }> }>>)) {
+    for (const [method, op] of Object.entries(item)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        assert.ok(response.headers?.['x-trace-id'] && response.headers['x-api-version'], `${method} ${path} ${status} declares x-trace-id and x-api-version`);
+      }
+    }
+  }
+});

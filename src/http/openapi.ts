@@ -43,24 +43,36 @@ function parameters(route: Route): JsonSchema[] {
   return [...inPath, ...inQuery];
 }
 
+const COMMON_HEADERS = {
+  'x-api-version': { schema: { type: 'string', const: 'v1' } },
+  'x-trace-id': { description: 'Equals the log line of the request, and `traceId` in problems.', schema: { type: 'string' } },
+};
+
+/** Headers that come with particular problems. */
+const PROBLEM_HEADERS: Partial<Record<ErrorCode, JsonSchema>> = {
+  rate_limited: { 'Retry-After': { description: 'Whole seconds to wait.', schema: { type: 'integer', minimum: 1 } } },
+  method_not_allowed: { Allow: { description: 'The methods the path has.', schema: { type: 'string' } } },
+};
+
 function responses(route: Route): JsonSchema {
-  const versionHeader = { 'x-api-version': { schema: { type: 'string', const: 'v1' } } };
   const out: JsonSchema = {
     '200': {
       description: 'Success',
-      headers: versionHeader,
+      headers: COMMON_HEADERS,
       content: { 'application/json': { schema: jsonSchema(route.operation.response, 'output') } },
     },
   };
   for (const code of problemCodes(route)) {
     const status = String(PROBLEMS[code].status);
-    const existing = out[status] as { description: string } | undefined;
+    const existing = out[status] as { description: string; headers: JsonSchema } | undefined;
     if (existing) {
       existing.description += `, \`${code}\``;
+      Object.assign(existing.headers, PROBLEM_HEADERS[code]);
       continue;
     }
     out[status] = {
       description: `Problem: \`${code}\``,
+      headers: { ...COMMON_HEADERS, ...PROBLEM_HEADERS[code] },
       content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
     };
   }
@@ -81,7 +93,8 @@ export function buildOpenApi(routes: readonly Route[]): JsonSchema {
       responses: responses(route),
     };
     if (Array.isArray(route.access)) entry['x-roles'] = route.access;
-    if (op.body) entry.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(op.body, 'input') } } };
+    const body = op.documentedBody ?? op.body;
+    if (body) entry.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(body, 'input') } } };
     (paths[route.path] ??= {})[route.method.toLowerCase()] = entry;
   }
   return {

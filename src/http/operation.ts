@@ -21,6 +21,8 @@ export interface Operation<B = unknown, Q = unknown, P = unknown, U = AuthUser |
   summary: string;
   tag: string;
   body?: v.GenericSchema<unknown, B>;
+  /** Describes the body in the machine description when `body` only checks its outline (rows validated one by one). */
+  documentedBody?: v.GenericSchema;
   query?: v.GenericSchema<unknown, Q>;
   params?: v.GenericSchema<unknown, P>;
   /** The 200 body, for the machine description. */

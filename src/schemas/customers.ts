@@ -54,7 +54,7 @@ export function CustomerChanges(clock: Clock) {
 export const Customer = v.strictObject({
   id: v.pipe(v.string(), v.minLength(1)),
   name: v.pipe(v.string(), v.minLength(1)),
-  email: v.string(),
+  email: Email,
   country: v.pipe(v.string(), v.minLength(2)),
   totalTransactions: Counter,
   totalAmountSpent: v.pipe(v.number(), v.minValue(0)),
