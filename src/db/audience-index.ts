@@ -3,11 +3,11 @@
 // selectivity (a few milliseconds at a million customers, where SQLite needs a full scan).
 import Database from 'better-sqlite3';
 import type { Bounds } from '../domain/segments.ts';
+import { generationReader } from './customer-generation.ts';
 import type { StoredCustomer } from './customers.ts';
 import type { Db } from './database.ts';
 
 const CHUNK = 50_000;
-const GENERATION = "SELECT coalesce((SELECT value FROM meta WHERE key = 'customers_generation'), 0) AS g";
 
 export type CustomerChange = { before: StoredCustomer | undefined; after: StoredCustomer | undefined };
 
@@ -30,10 +30,10 @@ export class AudienceIndex {
   private loading: Promise<void> | undefined;
   /** Writes committed while a load runs, applied once it ends. */
   private queued: { changes: CustomerChange[]; generation: number }[] | undefined;
-  private readonly readGeneration;
+  private readonly readGeneration: () => number;
 
   constructor(private readonly db: Db) {
-    this.readGeneration = db.prepare(GENERATION).pluck();
+    this.readGeneration = generationReader(db);
   }
 
   /** Starts loading in the background, so the first count need not wait for it. */
@@ -102,7 +102,7 @@ export class AudienceIndex {
     const version = this.db.pragma('data_version', { simple: true }) as number;
     if (version === this.dataVersion) return false;
     this.dataVersion = version;
-    return (this.readGeneration.get() as number) !== this.generation;
+    return this.readGeneration() !== this.generation;
   }
 
   private ensureLoading(): void {
@@ -133,7 +133,7 @@ export class AudienceIndex {
     const reader = this.db.memory ? this.db : new Database(this.db.name, { readonly: true, fileMustExist: true });
     try {
       if (reader !== this.db) reader.exec('BEGIN'); // one snapshot across all chunks
-      const generation = reader.prepare(GENERATION).pluck().get() as number;
+      const generation = generationReader(reader)();
       const total = reader.prepare('SELECT count(*) FROM customers').pluck().get() as number;
       this.allocate(Math.max(1024, Math.ceil(total * 1.1)));
       this.size = 0;

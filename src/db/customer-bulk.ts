@@ -1,6 +1,7 @@
 // Bulk loading for seeding: rows go in large transactions, then the search index and the
 // aggregate tables are built for them in bulk. Not for live requests (the service uses customers.ts).
 import { countryKey, type CustomerRecord } from '../domain/customers.ts';
+import { generationBumper } from './customer-generation.ts';
 import { createCustomerStats, StatsDelta } from './customer-stats.ts';
 import type { Db } from './database.ts';
 
@@ -24,6 +25,7 @@ export function bulkInsertCustomers(db: Db, records: Iterable<CustomerRecord>, n
   let inserted = 0;
   let batch: CustomerRecord[] = [];
   const delta = new StatsDelta();
+  const bumpGeneration = generationBumper(db);
   const flush = db.transaction((rows: CustomerRecord[]) => {
     for (const r of rows) {
       const key = countryKey(r.country);
@@ -57,8 +59,7 @@ export function bulkInsertCustomers(db: Db, records: Iterable<CustomerRecord>, n
     db.exec(`INSERT INTO customer_search (customer_search, rank) VALUES ('hashsize', 268435456)`);
     db.prepare(`INSERT INTO customer_search (rowid, text) SELECT id, name || char(10) || email FROM customers WHERE id >= ?`).run(firstNewId);
     createCustomerStats(db).apply(delta);
-    // Tells a running service's audience index that customers changed under it.
-    db.exec(`INSERT INTO meta (key, value) VALUES ('customers_generation', 1) ON CONFLICT (key) DO UPDATE SET value = value + 1`);
+    bumpGeneration(); // tells a running service that customers changed under it
   }).immediate();
   return inserted;
 }

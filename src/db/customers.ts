@@ -3,8 +3,8 @@
 import { AppError } from '../domain/errors.ts';
 import { countryKey, type Customer, type CustomerRecord, type CustomerStatus } from '../domain/customers.ts';
 import { createCustomerStats, StatsDelta } from './customer-stats.ts';
-import type { Db } from './database.ts';
-import { isUniqueViolation } from './users.ts';
+import { isUniqueViolation, type Db } from './database.ts';
+import { generationBumper, generationReader } from './customer-generation.ts';
 
 export const CUSTOMER_SORTS = ['name', 'totalAmountSpent', 'totalTransactions', 'lastActivityDate'] as const;
 export type CustomerSort = (typeof CUSTOMER_SORTS)[number];
@@ -139,15 +139,9 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
      WHERE id = @id`,
   );
   const remove = db.prepare('DELETE FROM customers WHERE id = ?');
-  const nextGeneration = db
-    .prepare(
-      `INSERT INTO meta (key, value) VALUES ('customers_generation', 1)
-       ON CONFLICT (key) DO UPDATE SET value = value + 1 RETURNING value`,
-    )
-    .pluck();
-  /** Counts one more write transaction on customers; the audience index uses it to notice other writers. */
-  const bump = () => nextGeneration.get() as number;
-  const currentGeneration = db.prepare("SELECT coalesce((SELECT value FROM meta WHERE key = 'customers_generation'), 0)").pluck();
+  // Every write transaction counts one generation; the audience index and the search memory use it.
+  const bump = generationBumper(db);
+  const currentGeneration = generationReader(db);
 
   // Search results cost time in proportion to their matches, and paging repeats the same search on every page.
   // Each search's count, and for rare terms the ids of every match in page order, are remembered until customers
@@ -155,7 +149,7 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
   let rememberedGeneration = -1;
   const remembered = new Map<string, { total: number; ids?: number[] }>();
   const remember = (key: string, compute: () => { total: number; ids?: number[] }) => {
-    const generation = currentGeneration.get() as number;
+    const generation = currentGeneration();
     if (generation !== rememberedGeneration) {
       remembered.clear();
       rememberedGeneration = generation;

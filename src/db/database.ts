@@ -50,3 +50,9 @@ function migrate(db: Db): void {
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
 }
+
+/** Returns whether a better-sqlite3 error is a UNIQUE or PRIMARY KEY violation. */
+export function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

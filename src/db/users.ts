@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../domain/errors.ts';
 import type { Role } from '../domain/auth-user.ts';
-import type { Db } from './database.ts';
+import { isUniqueViolation, type Db } from './database.ts';
 
 /** A user as the API shows it: exactly these fields. */
 export interface User {
@@ -130,10 +130,4 @@ export function createUserRepository(db: Db) {
       }).immediate();
     },
   };
-}
-
-/** Returns whether a better-sqlite3 error is a UNIQUE or PRIMARY KEY violation. */
-export function isUniqueViolation(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }

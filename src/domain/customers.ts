@@ -69,10 +69,6 @@ export function dayOf(epochMs: number): number {
   return Math.floor(epochMs / DAY_MS);
 }
 
-/** Returns `YYYY-MM` of the UTC month of an instant. */
-export function monthOf(epochMs: number): string {
-  return new Date(epochMs).toISOString().slice(0, 7);
-}
 
 /** Returns the last `count` UTC months ending with the month of `now`, oldest first, as `YYYY-MM`. */
 export function trailingMonths(now: Date, count: number): string[] {

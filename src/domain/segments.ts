@@ -109,8 +109,3 @@ export function compileConditions(conditions: readonly Condition[], now: Date): 
   return empty(bounds.transactions) || empty(bounds.cents) || empty(bounds.lastActivityAt) ? null : bounds;
 }
 
-/** Returns the conditions in words, for prompts and logs: `country is France, totalAmountSpent > 100`. */
-export function describeConditions(conditions: readonly Condition[]): string {
-  const symbols = { eq: 'is', gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
-  return conditions.map((c) => `${c.field} ${symbols[c.operator]} ${c.value}`).join(', ');
-}
