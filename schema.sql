@@ -112,3 +112,88 @@ CREATE TABLE IF NOT EXISTS segments (
 
 -- GET /v1/segments: newest first.
 CREATE INDEX IF NOT EXISTS segments_by_created ON segments (created_at, id);
+
+-- Version 3: campaigns, their review trail, idempotent requests and assistant chat.
+
+-- Drafted campaigns. segment_id is no reference: deleting a segment keeps its campaigns with the id and the name
+-- the segment had when the campaign was drafted. seq orders them newest first.
+CREATE TABLE IF NOT EXISTS campaigns (
+  seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+  id             TEXT NOT NULL UNIQUE,
+  segment_id     TEXT NOT NULL,
+  segment_name   TEXT NOT NULL,
+  objective      TEXT NOT NULL,
+  channel        TEXT NOT NULL CHECK (channel IN ('sms', 'email', 'push')),
+  tone           TEXT NOT NULL CHECK (tone IN ('professional', 'friendly', 'urgent', 'promotional')),
+  title          TEXT NOT NULL CHECK (length(title) > 0),
+  message        TEXT NOT NULL CHECK (length(message) > 0),
+  call_to_action TEXT NOT NULL CHECK (length(call_to_action) > 0),
+  status         TEXT NOT NULL CHECK (status IN ('draft', 'in_review', 'approved', 'sent')),
+  model          TEXT NOT NULL,
+  created_by     TEXT NOT NULL,                  -- a user id; kept when the user is gone
+  created_at     INTEGER NOT NULL,
+  updated_at     INTEGER NOT NULL
+) STRICT;
+
+-- campaigns.list filtered by status, by channel, or by segment, newest first.
+CREATE INDEX IF NOT EXISTS campaigns_by_status ON campaigns (status, seq);
+CREATE INDEX IF NOT EXISTS campaigns_by_channel ON campaigns (channel, seq);
+CREATE INDEX IF NOT EXISTS campaigns_by_segment ON campaigns (segment_id, seq);
+
+-- Every status change of a campaign (and its creation, from NULL to draft): who, when, from, to, why.
+CREATE TABLE IF NOT EXISTS campaign_events (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  campaign_id TEXT NOT NULL REFERENCES campaigns (id) ON DELETE CASCADE,
+  from_status TEXT,
+  to_status   TEXT NOT NULL,
+  note        TEXT,
+  actor_id    TEXT NOT NULL,
+  at          INTEGER NOT NULL
+) STRICT;
+
+-- campaigns.events, oldest first; and the cascade when a draft is deleted.
+CREATE INDEX IF NOT EXISTS campaign_events_by_campaign ON campaign_events (campaign_id, id);
+
+-- Requests made with an Idempotency-Key: a running marker, then the stored successful reply. Kept 24 hours.
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+  user_id      TEXT NOT NULL,
+  key          TEXT NOT NULL,
+  operation    TEXT NOT NULL,
+  request_hash TEXT NOT NULL,                    -- SHA-256 of the canonical JSON of the body
+  owner        TEXT,                             -- the process running it; NULL once the reply is stored
+  status       INTEGER,
+  body         TEXT,
+  created_at   INTEGER NOT NULL,
+  expires_at   INTEGER NOT NULL,
+  PRIMARY KEY (user_id, key)
+) STRICT, WITHOUT ROWID;
+
+-- Sweeping expired keys.
+CREATE INDEX IF NOT EXISTS idempotency_keys_by_expiry ON idempotency_keys (expires_at);
+
+-- Assistant chat threads, each owned by one user.
+CREATE TABLE IF NOT EXISTS chat_threads (
+  id            TEXT PRIMARY KEY,
+  user_id       TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  title         TEXT NOT NULL,
+  title_is_auto INTEGER NOT NULL CHECK (title_is_auto IN (0, 1)), -- still the default title: the first message renames it
+  message_count INTEGER NOT NULL DEFAULT 0,
+  created_at    INTEGER NOT NULL,
+  updated_at    INTEGER NOT NULL
+) STRICT;
+
+-- chat.threads.list: one user's threads, most recently updated first.
+CREATE INDEX IF NOT EXISTS chat_threads_by_user ON chat_threads (user_id, updated_at, id);
+
+CREATE TABLE IF NOT EXISTS chat_messages (
+  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+  id         TEXT NOT NULL UNIQUE,
+  thread_id  TEXT NOT NULL REFERENCES chat_threads (id) ON DELETE CASCADE,
+  role       TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+  content    TEXT NOT NULL,
+  model      TEXT,                               -- assistant messages only
+  created_at INTEGER NOT NULL
+) STRICT;
+
+-- chat.messages.list oldest first, the last turns for a prompt, and the cascade on thread delete.
+CREATE INDEX IF NOT EXISTS chat_messages_by_thread ON chat_messages (thread_id, seq);

@@ -16,7 +16,8 @@ import { cors } from './http/cors.ts';
 import { createListener } from './http/listener.ts';
 import { createLogger, type Logger } from './http/logger.ts';
 import { route, type Route } from './http/operation.ts';
-import { authenticate, authorize, routeRequest, runOperation } from './http/pipeline.ts';
+import { authenticate, authorize, invoke, routeRequest, validate } from './http/pipeline.ts';
+import { failuresPerKey } from './http/rate-limits.ts';
 import { Router } from './http/router.ts';
 import { authOperations } from './routes/auth.ts';
 import { customerOperations } from './routes/customers.ts';
@@ -43,7 +44,13 @@ export function createApp({ db, config, clock = systemClock, logger = createLogg
   const accessTokens = createAccessTokens(config.tokenSecret, config.accessTokenTtlSeconds);
   const signInFailures = new SlidingWindowLimiter({ limit: config.signInMaxFailures, windowMs: config.signInWindowSeconds * 1000 });
 
-  const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(db), accessTokens, signInFailures, config, clock });
+  const signInAttempts = failuresPerKey(
+    signInFailures,
+    (ctx) => `${ctx.clientAddress}|${(ctx.input!.body as { email: string }).email}`,
+    clock,
+    'Too many failed sign-ins',
+  );
+  const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(db), accessTokens, config, clock });
   const people = userOperations({ users, clock });
   const audience = new AudienceIndex(db);
   const customerRepository = createCustomerRepository(db, (changes, generation) => audience.apply(changes, generation));
@@ -56,7 +63,7 @@ export function createApp({ db, config, clock = systemClock, logger = createLogg
     route('GET', '/health', ANYONE, system.health),
     route('GET', '/v1/openapi.json', ANYONE, system.openapi),
 
-    route('POST', '/v1/auth/sign-in', ANYONE, auth.signIn),
+    route('POST', '/v1/auth/sign-in', ANYONE, auth.signIn, { limit: signInAttempts }),
     route('POST', '/v1/auth/refresh', ANYONE, auth.refresh),
     route('POST', '/v1/auth/sign-out', SIGNED_IN, auth.signOut),
 
@@ -97,8 +104,15 @@ export function createApp({ db, config, clock = systemClock, logger = createLogg
     routeRequest(router), // 404, 405
     authenticate(accessTokens, activeUser, clock), // 401
     authorize(), // 403
-    runOperation(), // 400, then the handler
+    validate(), // 400
+    invoke(), // the route's guards (idempotency 409, limits 429), then the handler
   ]);
 
-  return { listener: createListener(handle, logger), routes };
+  const stopping = new AbortController();
+  return {
+    listener: createListener(handle, logger, stopping.signal),
+    routes,
+    /** Aborts every request still running (model calls, streams): the service is stopping. */
+    abortRequests: () => stopping.abort(new Error('The service is stopping.')),
+  };
 }

@@ -35,7 +35,10 @@ export async function startService(config: Config): Promise<RunningService> {
   const stop = async (graceMs = 10_000) => {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
-    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    const timer = setTimeout(() => {
+      app.abortRequests(); // model calls and streams end now, so their connections close cleanly
+      server.closeAllConnections();
+    }, graceMs);
     await closed;
     clearTimeout(timer);
     db.close();

@@ -26,8 +26,12 @@ export interface FieldError {
 
 export interface AppErrorExtra {
   errors?: FieldError[];
-  /** Response headers that belong to this failure, such as `Retry-After` or `Allow`. */
-  headers?: Record<string, string>;
+  /** How long the client should wait before trying again (sent as `Retry-After`). */
+  retryAfterSeconds?: number;
+  /** The methods a path allows (sent as `Allow`). */
+  allow?: readonly string[];
+  /** What went wrong underneath, for the log only; never sent to the client. */
+  cause?: unknown;
 }
 
 /** A failure with a stable machine code and a human detail safe to show to clients. */
@@ -36,7 +40,7 @@ export class AppError extends Error {
   readonly extra: AppErrorExtra;
 
   constructor(code: ErrorCode, detail: string, extra: AppErrorExtra = {}) {
-    super(detail);
+    super(detail, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.name = 'AppError';
     this.code = code;
     this.extra = extra;

@@ -38,7 +38,5 @@ export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES)
 
 function tooLarge(req: IncomingMessage, limit: number): AppError {
   req.resume(); // discard the rest so the client can read the answer; the connection closes after it
-  return new AppError('payload_too_large', `Request bodies are limited to ${limit} bytes.`, {
-    headers: { connection: 'close' },
-  });
+  return new AppError('payload_too_large', `Request bodies are limited to ${limit} bytes.`);
 }

@@ -15,13 +15,15 @@ export function cors(origins: readonly string[]): Middleware<Context> {
     ctx.res.setHeader('vary', 'Origin');
     ctx.res.setHeader('access-control-expose-headers', EXPOSED_HEADERS);
     if (ctx.method === 'OPTIONS' && ctx.req.headers['access-control-request-method']) {
-      ctx.res.writeHead(204, {
-        'access-control-allow-methods': 'GET, POST, PATCH, DELETE',
-        'access-control-allow-headers': ALLOWED_HEADERS,
-        'access-control-max-age': '600',
-      });
-      ctx.res.end();
-      ctx.status = 204;
+      ctx.reply = {
+        status: 204,
+        headers: {
+          'access-control-allow-methods': 'GET, POST, PATCH, DELETE',
+          'access-control-allow-headers': ALLOWED_HEADERS,
+          'access-control-max-age': '600',
+        },
+        body: undefined,
+      };
       return;
     }
     return next();

@@ -1,51 +1,72 @@
-// The top of every request: trace id, version header, one catch, one log line.
+// The top of every request: trace id, version header, one catch, one writer, one log line.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { invalidField } from '../domain/errors.ts';
-import { createContext, type Context } from './context.ts';
+import { AppError } from '../domain/errors.ts';
+import { createContext, traceIdOf, type Context } from './context.ts';
 import type { Logger } from './logger.ts';
-import { sendProblem } from './respond.ts';
+import { sendProblem, sendReply } from './respond.ts';
 
 /** A client that hung up while we read its body: nobody is left to answer, and it is no server error. */
 function isClientAbort(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === 'ECONNRESET';
 }
 
-/** Returns a `node:http` request listener running `handle`, turning anything thrown into a problem document. */
-export function createListener(handle: (ctx: Context) => Promise<void>, logger: Logger) {
+function describe(error: unknown): string {
+  if (error instanceof Error) return error.stack ?? error.message;
+  return String(error);
+}
+
+/**
+ * Returns a `node:http` request listener running `handle` and writing what it answered, turning anything thrown
+ * into a problem document. Every 5xx is logged with its cause; `stopping` aborts every request's signal.
+ */
+export function createListener(handle: (ctx: Context) => Promise<void>, logger: Logger, stopping: AbortSignal) {
+  const fail = (res: ServerResponse, error: unknown, traceId: string) => {
+    const problem = sendProblem(res, error, traceId);
+    if (problem.status < 500) return;
+    const cause = error instanceof AppError ? error.cause : error;
+    logger.error(error instanceof AppError ? problem.detail : 'unexpected error', {
+      traceId,
+      code: problem.code,
+      ...(cause === undefined ? {} : { error: describe(cause) }),
+    });
+  };
+
   return (req: IncomingMessage, res: ServerResponse): void => {
     const started = performance.now();
-    let ctx: Context;
-    try {
-      ctx = createContext(req, res, randomUUID);
-    } catch {
-      // A request target that is not a URL path (such as `//[`): answered, never thrown past this point.
-      const traceId = randomUUID();
-      res.setHeader('x-api-version', 'v1');
-      res.setHeader('x-trace-id', traceId);
-      sendProblem(res, invalidField('path', 'The request target is not a valid URL path.'), traceId);
-      logger.info('request', { method: req.method, status: 400, traceId });
-      return;
-    }
+    const traceId = traceIdOf(req, randomUUID);
     res.setHeader('x-api-version', 'v1');
-    res.setHeader('x-trace-id', ctx.traceId);
+    res.setHeader('x-trace-id', traceId);
+    let ctx: Context | undefined;
     res.once('close', () => {
       logger.info('request', {
-        method: ctx.method,
-        path: ctx.path,
+        method: req.method,
+        path: ctx?.path,
         status: res.headersSent ? res.statusCode : 499,
         durationMs: Math.round((performance.now() - started) * 100) / 100,
-        userId: ctx.user?.id,
-        traceId: ctx.traceId,
+        userId: ctx?.user?.id,
+        traceId,
       });
     });
-    handle(ctx).catch((error: unknown) => {
-      if (isClientAbort(error)) {
-        res.destroy();
-        return;
-      }
-      const unexpected = sendProblem(res, error, ctx.traceId);
-      if (unexpected) logger.error('unexpected error', { traceId: ctx.traceId, error: error instanceof Error ? error.stack : String(error) });
-    });
+    try {
+      ctx = createContext(req, res, traceId, stopping);
+    } catch (error) {
+      req.resume();
+      fail(res, error, traceId);
+      return;
+    }
+    const current = ctx;
+    handle(current).then(
+      () => {
+        if (current.reply && !res.headersSent && !res.destroyed) sendReply(res, current.reply);
+      },
+      (error: unknown) => {
+        if (isClientAbort(error) || (res.destroyed && current.signal.aborted)) {
+          res.destroy();
+          return;
+        }
+        fail(res, error, traceId);
+      },
+    );
   };
 }

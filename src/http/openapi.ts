@@ -16,7 +16,7 @@ function jsonSchema(schema: v.GenericSchema, typeMode: 'input' | 'output'): Json
 /** Every failure a route can answer with: its own, plus validation, authentication, role and internal ones. */
 export function problemCodes(route: Route): ErrorCode[] {
   const op = route.operation;
-  const codes = new Set<ErrorCode>(op.problems ?? []);
+  const codes = new Set<ErrorCode>([...(op.problems ?? []), ...route.guards.flatMap((g) => g.problems)]);
   if (op.body || op.query || op.params) codes.add('validation_failed');
   if (op.body) codes.add('payload_too_large').add('unsupported_media_type');
   if (route.access !== 'public') codes.add('unauthenticated');
@@ -40,13 +40,17 @@ function parameters(route: Route): JsonSchema[] {
     required: required.has(name),
     schema,
   }));
-  return [...inPath, ...inQuery];
+  const inHeader = route.guards.flatMap((g) => g.headers ?? []).map((h) => ({ ...h, in: 'header', required: false }));
+  return [...inPath, ...inQuery, ...inHeader];
 }
 
 const COMMON_HEADERS = {
   'x-api-version': { schema: { type: 'string', const: 'v1' } },
   'x-trace-id': { description: 'Equals the log line of the request, and `traceId` in problems.', schema: { type: 'string' } },
 };
+
+/** Headers a success can carry beyond the common ones. */
+const SUCCESS_HEADERS = (route: Route): JsonSchema => Object.assign({}, ...route.guards.map((g) => g.replyHeaders ?? {}));
 
 /** Headers that come with particular problems. */
 const PROBLEM_HEADERS: Partial<Record<ErrorCode, JsonSchema>> = {
@@ -55,13 +59,11 @@ const PROBLEM_HEADERS: Partial<Record<ErrorCode, JsonSchema>> = {
 };
 
 function responses(route: Route): JsonSchema {
-  const out: JsonSchema = {
-    '200': {
-      description: 'Success',
-      headers: COMMON_HEADERS,
-      content: { 'application/json': { schema: jsonSchema(route.operation.response, 'output') } },
-    },
-  };
+  const { events, response } = route.operation;
+  const content = events
+    ? { 'text/event-stream': { schema: { type: 'string', description: 'Server-sent events: `data:` lines, each one JSON object.' }, itemSchema: jsonSchema(events, 'output') } }
+    : { 'application/json': { schema: jsonSchema(response, 'output') } };
+  const out: JsonSchema = { '200': { description: 'Success', headers: { ...COMMON_HEADERS, ...SUCCESS_HEADERS(route) }, content } };
   for (const code of problemCodes(route)) {
     const status = String(PROBLEMS[code].status);
     const existing = out[status] as { description: string; headers: JsonSchema } | undefined;

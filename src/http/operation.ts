@@ -2,6 +2,7 @@
 import type * as v from 'valibot';
 import type { AuthUser, Role } from '../domain/auth-user.ts';
 import type { ErrorCode } from '../domain/errors.ts';
+import type { Middleware } from './chain.ts';
 import type { Context } from './context.ts';
 
 /** Who may call a route: anyone, any signed-in user, or signed-in users with one of these roles. */
@@ -27,7 +28,9 @@ export interface Operation<B = unknown, Q = unknown, P = unknown, U = AuthUser |
   params?: v.GenericSchema<unknown, P>;
   /** The 200 body, for the machine description. */
   response: v.GenericSchema;
-  /** Failures this operation raises itself; validation, authentication, role and internal failures are added. */
+  /** Set when the 200 answer is `text/event-stream`: the schema of one event's `data`. */
+  events?: v.GenericSchema;
+  /** Failures this operation raises itself; validation, authentication, role, guard and internal failures are added. */
   problems?: readonly ErrorCode[];
   /** Set by `publicOperation`: callable without a token. */
   isPublic?: boolean;
@@ -54,17 +57,39 @@ export function publicOperation<B = undefined, Q = undefined, P = undefined>(
   return { ...op, isPublic: true };
 }
 
+/** A middleware a route can carry, with what it adds to the route's description. */
+export interface Guard {
+  middleware: Middleware<Context>;
+  /** Failures it answers with. */
+  problems: readonly ErrorCode[];
+  /** Request headers it reads, for the machine description. */
+  headers?: readonly { name: string; description: string; schema: Record<string, unknown> }[];
+  /** Response headers it adds to a success, for the machine description. */
+  replyHeaders?: Record<string, { description: string; schema: Record<string, unknown> }>;
+}
+
+/** Per-route settings, visible in the route table. */
+export interface RouteSettings {
+  /** Checked first: answers a repeated request from what was stored. */
+  idempotent?: Guard;
+  /** Then the rate limit, so replays and invalid requests cost nothing. */
+  limit?: Guard;
+}
+
 export interface Route {
   method: string;
   path: string;
   access: Access;
   operation: AnyOperation;
+  /** The route's guards, in the order they run (after validation, before the handler). */
+  guards: readonly Guard[];
 }
 
 /** One row of the route table; a public operation must have public access and the reverse. */
-export function route(method: string, path: string, access: Access, op: AnyOperation): Route {
+export function route(method: string, path: string, access: Access, op: AnyOperation, settings: RouteSettings = {}): Route {
   if ((access === 'public') !== Boolean(op.isPublic)) {
     throw new Error(`${method} ${path}: access "${String(access)}" does not fit operation ${op.operationId}`);
   }
-  return { method, path, access, operation: op };
+  const guards = [settings.idempotent, settings.limit].filter((g): g is Guard => g !== undefined);
+  return { method, path, access, operation: op, guards };
 }

@@ -1,15 +1,14 @@
-// The middleware that routes, authenticates, authorizes and runs an operation.
+// The middleware that routes, authenticates, authorizes, validates and runs an operation.
 import type { AuthUser } from '../domain/auth-user.ts';
 import type { AccessTokens } from '../domain/access-tokens.ts';
 import type { Clock } from '../domain/clock.ts';
 import { AppError } from '../domain/errors.ts';
 import { readJsonBody } from './body.ts';
-import type { Middleware } from './chain.ts';
+import { compose, type Middleware } from './chain.ts';
 import type { Context } from './context.ts';
 import { STREAMED, type Route } from './operation.ts';
-import { sendJson } from './respond.ts';
 import type { Router } from './router.ts';
-import { parseInput, queryObject } from './validate.ts';
+import { parseBody, parseInput, queryObject } from './validate.ts';
 
 /** Finds the route: unknown paths are 404, a known path with another method is 405 with `Allow`. */
 export function routeRequest(router: Router<Route>): Middleware<Context> {
@@ -17,8 +16,7 @@ export function routeRequest(router: Router<Route>): Middleware<Context> {
     const found = router.lookup(ctx.method, ctx.path);
     if (found.kind === 'not_found') throw new AppError('not_found', `No endpoint at ${ctx.path}.`);
     if (found.kind === 'method_not_allowed') {
-      const allow = found.allow.join(', ');
-      throw new AppError('method_not_allowed', `${ctx.method} is not allowed here; use ${allow}.`, { headers: { allow } });
+      throw new AppError('method_not_allowed', `${ctx.method} is not allowed here; use ${found.allow.join(', ')}.`, { allow: found.allow });
     }
     ctx.route = found.match.route;
     ctx.params = found.match.params;
@@ -53,16 +51,34 @@ export function authorize(): Middleware<Context> {
   };
 }
 
-/** Validates path, query and body, runs the operation and sends its result as JSON with status 200. */
-export function runOperation(): Middleware<Context> {
-  return async (ctx) => {
+/**
+ * Validates path, query and body into `ctx.input`. An operation without a body schema ignores any body sent
+ * (a `DELETE` with a body is answered as if it had none); the bytes are discarded unread.
+ */
+export function validate(): Middleware<Context> {
+  return async (ctx, next) => {
     const op = ctx.route!.operation;
     const params = op.params ? parseInput(op.params, ctx.params, 'path') : ctx.params;
     const query = op.query ? parseInput(op.query, queryObject(op.query, ctx.query), 'query') : {};
-    const body = op.body ? parseInput(op.body, await readJsonBody(ctx.req), 'body') : undefined;
-    const result = await op.handle({ body, query, params, user: ctx.user, ctx });
-    if (result === STREAMED) return;
-    ctx.status = 200;
-    sendJson(ctx.res, 200, result);
+    let rawBody: unknown;
+    let body: unknown;
+    if (op.body) {
+      rawBody = await readJsonBody(ctx.req);
+      body = parseBody(op.body, rawBody);
+    } else {
+      ctx.req.resume();
+    }
+    ctx.input = { body, query, params, rawBody };
+    await next();
   };
+}
+
+/** Runs the route's guards, then the operation; its result becomes `ctx.reply` with status 200. */
+export function invoke(): Middleware<Context> {
+  const call: Middleware<Context> = async (ctx) => {
+    const { body, query, params } = ctx.input!;
+    const result = await ctx.route!.operation.handle({ body, query, params, user: ctx.user, ctx });
+    ctx.reply = result === STREAMED ? undefined : { status: 200, headers: {}, body: result ?? null };
+  };
+  return async (ctx) => compose([...ctx.route!.guards.map((g) => g.middleware), call])(ctx);
 }

@@ -1,25 +1,35 @@
-// Writing JSON and problem responses.
+// Writing replies and problem documents: the only code that writes a JSON response.
 import type { ServerResponse } from 'node:http';
 import { AppError } from '../domain/errors.ts';
-import { toProblem } from './problem.ts';
+import type { Reply } from './context.ts';
+import { toProblem, type Problem } from './problem.ts';
 
-/** Sends `body` as JSON with the given status and content type. */
-export function sendJson(res: ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
-  const payload = JSON.stringify(body ?? null);
-  res.writeHead(status, { 'content-type': `${contentType}; charset=utf-8`, 'content-length': Buffer.byteLength(payload) });
+/** Sends the reply: its JSON body (or the stored bytes of a replay) with its status and headers. */
+export function sendReply(res: ServerResponse, reply: Reply, contentType = 'application/json'): void {
+  for (const [name, value] of Object.entries(reply.headers)) res.setHeader(name, value);
+  if (reply.body === undefined && reply.raw === undefined) {
+    res.writeHead(reply.status);
+    res.end();
+    return;
+  }
+  const payload = reply.raw ?? JSON.stringify(reply.body);
+  res.writeHead(reply.status, { 'content-type': `${contentType}; charset=utf-8`, 'content-length': Buffer.byteLength(payload) });
   res.end(payload);
 }
 
-/** Sends the problem document for `error`; returns whether it was an unexpected (500) error. */
-export function sendProblem(res: ServerResponse, error: unknown, traceId: string): boolean {
+/** Sends the problem document for `error` and returns it; a response already under way is cut instead. */
+export function sendProblem(res: ServerResponse, error: unknown, traceId: string): Problem {
   const problem = toProblem(error, traceId);
   if (res.headersSent) {
     res.destroy(); // a streamed response failed midway: the client sees a cut connection, not a half-written body
-    return problem.status >= 500;
+    return problem;
   }
-  if (error instanceof AppError) {
-    for (const [name, value] of Object.entries(error.extra.headers ?? {})) res.setHeader(name, value);
-  }
-  sendJson(res, problem.status, problem, 'application/problem+json');
-  return !(error instanceof AppError);
+  const headers: Record<string, string> = {};
+  const extra = error instanceof AppError ? error.extra : {};
+  if (extra.retryAfterSeconds !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil(extra.retryAfterSeconds)));
+  if (extra.allow) headers.allow = extra.allow.join(', ');
+  // The rest of an oversized body is discarded, not read: the connection cannot be reused after it.
+  if (problem.code === 'payload_too_large') headers.connection = 'close';
+  sendReply(res, { status: problem.status, headers, body: problem }, 'application/problem+json');
+  return problem;
 }

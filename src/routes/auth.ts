@@ -6,7 +6,6 @@ import type { AccessTokens } from '../domain/access-tokens.ts';
 import type { Clock } from '../domain/clock.ts';
 import { AppError } from '../domain/errors.ts';
 import { DUMMY_PASSWORD_HASH, verifyPassword } from '../domain/passwords.ts';
-import type { SlidingWindowLimiter } from '../domain/rate-limiter.ts';
 import { operation, publicOperation } from '../http/operation.ts';
 import { NullBody } from '../schemas/common.ts';
 import { RefreshTokenRequest, Session, SignInRequest } from '../schemas/users.ts';
@@ -15,13 +14,12 @@ export interface AuthDeps {
   users: UserRepository;
   refreshTokens: RefreshTokenRepository;
   accessTokens: AccessTokens;
-  signInFailures: SlidingWindowLimiter;
   config: Pick<Config, 'accessTokenTtlSeconds' | 'refreshTokenTtlSeconds'>;
   clock: Clock;
 }
 
 /** Returns the three authentication operations. */
-export function authOperations({ users, refreshTokens, accessTokens, signInFailures, config, clock }: AuthDeps) {
+export function authOperations({ users, refreshTokens, accessTokens, config, clock }: AuthDeps) {
   const session = (user: User, refreshToken: string, now: Date) => ({
     accessToken: accessTokens.issue(user, now),
     refreshToken,
@@ -35,24 +33,14 @@ export function authOperations({ users, refreshTokens, accessTokens, signInFailu
     tag: 'auth',
     body: SignInRequest,
     response: Session,
-    problems: ['invalid_credentials', 'rate_limited'],
-    async handle({ body, ctx }) {
-      const key = `${ctx.clientAddress}|${body.email}`;
-      const wait = signInFailures.retryAfterSeconds(key, clock());
-      if (wait > 0) {
-        throw new AppError('rate_limited', `Too many failed sign-ins; try again in ${wait} seconds.`, {
-          headers: { 'retry-after': String(wait) },
-        });
-      }
-      // Counted before the check so that parallel guesses cannot slip past the limit; a success clears it.
-      signInFailures.record(key, clock());
+    problems: ['invalid_credentials'],
+    async handle({ body }) {
       const found = users.findCredentials(body.email);
       // Unknown emails are checked against a dummy hash so both cases take the same time.
       const matches = await verifyPassword(body.password, found?.passwordHash ?? DUMMY_PASSWORD_HASH);
       if (!found || !matches || !found.user.isActive) {
         throw new AppError('invalid_credentials', 'The email or password is incorrect.');
       }
-      signInFailures.reset(key);
       const now = clock();
       return session(found.user, refreshTokens.startFamily(found.user.id, now, config.refreshTokenTtlSeconds), now);
     },

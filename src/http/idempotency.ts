@@ -1,0 +1,67 @@
+// Idempotency-Key: a retried request with the same key and body gets the stored reply instead of running again.
+import { createHash } from 'node:crypto';
+import type { IdempotencyKeyRepository } from '../db/idempotency-keys.ts';
+import { canonicalJson } from '../domain/canonical-json.ts';
+import type { Clock } from '../domain/clock.ts';
+import { AppError, invalidField } from '../domain/errors.ts';
+import type { Context } from './context.ts';
+import type { Guard } from './operation.ts';
+
+const KEY = /^[\x21-\x7e]{1,255}$/;
+const HEADER = 'Idempotency-Key';
+
+/**
+ * Returns the guard: keys are scoped to the user and kept `ttlMs`. The same key and body (as canonical JSON) replays
+ * the stored reply with `Idempotency-Replayed: true`; another body is `conflict`; a duplicate arriving while the first
+ * runs waits for it. Only successes are stored, so a retry after a failure runs again.
+ */
+export function idempotentRequests(keys: IdempotencyKeyRepository, clock: Clock, ttlMs = 24 * 60 * 60 * 1000): Guard {
+  /** Requests running in this process, so a duplicate can wait for the first to settle. */
+  const running = new Map<string, Promise<void>>();
+
+  const middleware = async (ctx: Context, next: () => Promise<void>): Promise<void> => {
+    const header = ctx.req.headers['idempotency-key'];
+    if (header === undefined) return next();
+    if (typeof header !== 'string' || !KEY.test(header)) throw invalidField(HEADER, 'Must be 1 to 255 visible ASCII characters.');
+    const userId = ctx.user!.id;
+    const operation = ctx.route!.operation.operationId;
+    const hash = createHash('sha256').update(canonicalJson(ctx.input!.rawBody)).digest('hex');
+    const slot = `${userId}\n${header}`;
+
+    for (;;) {
+      const claim = keys.claimKey(userId, header, operation, hash, clock(), ttlMs);
+      if (claim.kind === 'mismatch') throw new AppError('conflict', `The ${HEADER} was already used with a different request.`);
+      if (claim.kind === 'replay') {
+        ctx.reply = { status: claim.status, headers: { 'idempotency-replayed': 'true' }, body: null, raw: claim.body };
+        return;
+      }
+      if (claim.kind === 'running') {
+        const first = running.get(slot);
+        if (first) await first; // settled: look again (a stored reply, or a released key to claim)
+        else keys.releaseKey(userId, header); // a marker of ours that nothing runs for: never block the key
+        continue;
+      }
+      let settle!: () => void;
+      running.set(slot, new Promise<void>((resolve) => (settle = resolve)));
+      try {
+        await next();
+        if (ctx.reply) keys.completeKey(userId, header, ctx.reply.status, JSON.stringify(ctx.reply.body));
+        else keys.releaseKey(userId, header);
+      } catch (error) {
+        keys.releaseKey(userId, header);
+        throw error;
+      } finally {
+        running.delete(slot);
+        settle();
+      }
+      return;
+    }
+  };
+
+  return {
+    middleware,
+    problems: ['validation_failed', 'conflict'],
+    headers: [{ name: HEADER, description: 'Makes a retry safe: 1-255 visible ASCII characters, scoped to you, kept 24 hours.', schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' } }],
+    replyHeaders: { 'Idempotency-Replayed': { description: '`true` when this is the stored answer of an earlier request with the same key.', schema: { type: 'string', const: 'true' } } },
+  };
+}
