@@ -1,7 +1,10 @@
 // The service: its middleware order and its route table, with the role each route needs.
+import { randomUUID } from 'node:crypto';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
 import { AudienceIndex } from './db/audience-index.ts';
+import { createCampaignRepository } from './db/campaigns.ts';
+import { createIdempotencyKeyRepository } from './db/idempotency-keys.ts';
 import { createCustomerRepository } from './db/customers.ts';
 import { createRefreshTokenRepository } from './db/refresh-tokens.ts';
 import { createSegmentRepository } from './db/segments.ts';
@@ -17,7 +20,11 @@ import { createListener } from './http/listener.ts';
 import { createLogger, type Logger } from './http/logger.ts';
 import { route, type Route } from './http/operation.ts';
 import { authenticate, authorize, invoke, routeRequest, validate } from './http/pipeline.ts';
-import { failuresPerKey } from './http/rate-limits.ts';
+import { idempotentRequests } from './http/idempotency.ts';
+import { callsPerUser, failuresPerKey } from './http/rate-limits.ts';
+import { createLanguageModel } from './llm/index.ts';
+import type { Sleep } from './llm/sleep.ts';
+import { campaignOperations } from './routes/campaigns.ts';
 import { Router } from './http/router.ts';
 import { authOperations } from './routes/auth.ts';
 import { customerOperations } from './routes/customers.ts';
@@ -30,6 +37,10 @@ export interface AppDeps {
   config: Config;
   clock?: Clock;
   fetch?: typeof globalThis.fetch;
+  /** Waits of the model layer (retry backoff, local streaming pace). */
+  sleep?: Sleep;
+  /** Randomness of retry jitter, in [0, 1). */
+  random?: () => number;
   logger?: Logger;
 }
 
@@ -39,7 +50,7 @@ const ADMIN: readonly Role[] = ['admin'];
 const LEAD_OR_ADMIN: readonly Role[] = ['marketing_lead', 'admin'];
 
 /** Returns the request listener and the route table of the service. */
-export function createApp({ db, config, clock = systemClock, logger = createLogger(config.logLevel) }: AppDeps) {
+export function createApp({ db, config, clock = systemClock, fetch, sleep, random, logger = createLogger(config.logLevel) }: AppDeps) {
   const users = createUserRepository(db);
   const accessTokens = createAccessTokens(config.tokenSecret, config.accessTokenTtlSeconds);
   const signInFailures = new SlidingWindowLimiter({ limit: config.signInMaxFailures, windowMs: config.signInWindowSeconds * 1000 });
@@ -55,8 +66,14 @@ export function createApp({ db, config, clock = systemClock, logger = createLogg
   const audience = new AudienceIndex(db);
   const customerRepository = createCustomerRepository(db, (changes, generation) => audience.apply(changes, generation));
   const customers = customerOperations({ customers: customerRepository, clock });
-  const segments = segmentOperations({ segments: createSegmentRepository(db), audience, clock });
+  const segmentRepository = createSegmentRepository(db);
+  const segments = segmentOperations({ segments: segmentRepository, audience, clock });
   audience.warm();
+  const model = createLanguageModel(config.llm, { logger, fetch, sleep, random, now: clock });
+  const campaigns = campaignOperations({ campaigns: createCampaignRepository(db), segments: segmentRepository, audience, model, clock });
+  /** One budget per user for everything that calls the model: campaign generation and chat messages. */
+  const modelCalls = callsPerUser(new SlidingWindowLimiter({ limit: config.modelCallsPerMinute, windowMs: 60_000 }), clock);
+  const idempotent = idempotentRequests(createIdempotencyKeyRepository(db, randomUUID()), clock);
   const system = systemOperations({ db, routes: () => routes });
 
   const routes: Route[] = [
@@ -89,6 +106,14 @@ export function createApp({ db, config, clock = systemClock, logger = createLogg
     route('GET', '/v1/segments/{id}', SIGNED_IN, segments.get),
     route('PATCH', '/v1/segments/{id}', SIGNED_IN, segments.update),
     route('DELETE', '/v1/segments/{id}', SIGNED_IN, segments.remove),
+
+    route('POST', '/v1/campaigns/generate', SIGNED_IN, campaigns.generate, { idempotent, limit: modelCalls }),
+    route('GET', '/v1/campaigns', SIGNED_IN, campaigns.list),
+    route('GET', '/v1/campaigns/{id}', SIGNED_IN, campaigns.get),
+    route('PATCH', '/v1/campaigns/{id}', SIGNED_IN, campaigns.update),
+    route('DELETE', '/v1/campaigns/{id}', SIGNED_IN, campaigns.remove),
+    route('PATCH', '/v1/campaigns/{id}/status', SIGNED_IN, campaigns.setStatus),
+    route('GET', '/v1/campaigns/{id}/events', SIGNED_IN, campaigns.events),
   ];
 
   const router = new Router<Route>();

@@ -1,4 +1,8 @@
 // The one module that opens the database: pragmas, then upgrades, then schema.sql.
+//
+// Conventions of every repository in src/db/: `createXRepository(db)` prepares its statements once; `findX(id)`
+// returns the row or `undefined`, `getX(id)` returns it or throws AppError `not_found`; writes that belong together
+// run in one `db.transaction()`, and nothing inside a transaction awaits. Repositories know no HTTP.
 import Database from 'better-sqlite3';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';

@@ -59,10 +59,14 @@ export function createSegmentRepository(db: Db) {
   const recount = db.prepare('UPDATE segments SET match_count = ? WHERE id = ?');
   const remove = db.prepare('DELETE FROM segments WHERE id = ?');
 
-  const mustFind = (id: string): Segment => {
+  const findSegment = (id: string): Segment | undefined => {
     const row = byId.get(id);
-    if (!row) throw new AppError('not_found', `No segment with id ${id}.`);
-    return toSegment(row);
+    return row && toSegment(row);
+  };
+  const getSegment = (id: string): Segment => {
+    const found = findSegment(id);
+    if (!found) throw new AppError('not_found', `No segment with id ${id}.`);
+    return found;
   };
 
   return {
@@ -71,14 +75,15 @@ export function createSegmentRepository(db: Db) {
       return all.all().map(toSegment);
     },
 
+    findSegment,
     /** Returns the segment; throws `not_found`. */
-    findSegment: mustFind,
+    getSegment,
 
     /** Stores a new segment and returns it. */
     insertSegment(segment: { name: string; conditions: readonly Condition[]; matchCount: number; createdBy: string }, now: Date): Segment {
       const id = randomUUID();
       insert.run({ ...segment, id, conditions: JSON.stringify(withIds(segment.conditions)), now: now.getTime() });
-      return mustFind(id);
+      return getSegment(id);
     },
 
     /** Changes the name and/or replaces the conditions, storing the new count; throws `not_found`. */
@@ -91,7 +96,7 @@ export function createSegmentRepository(db: Db) {
         now: now.getTime(),
       });
       if (result.changes === 0) throw new AppError('not_found', `No segment with id ${id}.`);
-      return mustFind(id);
+      return getSegment(id);
     },
 
     /** Stores a freshly counted audience size. */

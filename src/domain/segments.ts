@@ -109,3 +109,38 @@ export function compileConditions(conditions: readonly Condition[], now: Date): 
   return empty(bounds.transactions) || empty(bounds.cents) || empty(bounds.lastActivityAt) ? null : bounds;
 }
 
+
+const NUMBER = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 });
+const COMPARISON: Record<NumericOperator, string> = { gt: 'more than', gte: 'at least', lt: 'fewer than', lte: 'at most' };
+const AMOUNT: Record<NumericOperator, string> = { gt: 'more than', gte: 'at least', lt: 'less than', lte: 'at most' };
+
+/** Returns one condition in plain words, such as "with at least 5 purchases" or "active in the last 30 days". */
+export function describeCondition(condition: Condition): string {
+  if (condition.field === 'country') return `in ${condition.value.trim()}`;
+  const n = NUMBER.format(condition.value);
+  switch (condition.field) {
+    case 'totalTransactions':
+      return `with ${COMPARISON[condition.operator]} ${n} purchase${condition.value === 1 ? '' : 's'}`;
+    case 'totalAmountSpent':
+      return `who spent ${AMOUNT[condition.operator]} ${n} in total`;
+    case 'lastActivityDays':
+      switch (condition.operator) {
+        case 'gt':
+          return `inactive for more than ${n} days`;
+        case 'gte':
+          return `inactive for at least ${n} days`;
+        case 'lt':
+          return `active in the last ${n} days`;
+        case 'lte':
+          return `active within the last ${n} days`;
+      }
+  }
+}
+
+/** Returns the audience in words: "customers in Germany, with at least 5 purchases and active in the last 30 days". */
+export function describeAudience(conditions: readonly Condition[]): string {
+  const parts = conditions.map(describeCondition);
+  if (parts.length === 0) return 'all customers';
+  if (parts.length === 1) return `customers ${parts[0]}`;
+  return `customers ${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}`;
+}

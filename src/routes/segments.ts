@@ -53,7 +53,7 @@ export function segmentOperations({ segments, audience, clock }: { segments: Seg
     response: Segment,
     problems: ['not_found'],
     async handle({ params }) {
-      const segment = segments.findSegment(params.id);
+      const segment = segments.getSegment(params.id);
       const matchCount = await countMatches(segment.conditions);
       segments.storeMatchCount(segment.id, matchCount);
       return { ...segment, matchCount };
@@ -69,7 +69,7 @@ export function segmentOperations({ segments, audience, clock }: { segments: Seg
     response: Segment,
     problems: ['not_found'],
     async handle({ params, body }) {
-      const conditions = body.conditions ?? segments.findSegment(params.id).conditions;
+      const conditions = body.conditions ?? segments.getSegment(params.id).conditions;
       const matchCount = await countMatches(conditions);
       return segments.updateSegment(params.id, { name: body.name, conditions: body.conditions, matchCount }, clock());
     },

@@ -1,0 +1,202 @@
+// SQL for campaigns and their review trail. Knows no HTTP: returns data, or throws `not_found` / `conflict`.
+import { randomUUID } from 'node:crypto';
+import type { CampaignCopy, CampaignStatus, Channel, Tone } from '../domain/campaigns.ts';
+import { AppError } from '../domain/errors.ts';
+import type { Statement } from 'better-sqlite3';
+import type { Db } from './database.ts';
+
+/** A campaign as the API shows it: exactly these fields. */
+export interface Campaign extends CampaignCopy {
+  id: string;
+  segmentId: string;
+  segmentName: string;
+  objective: string;
+  channel: Channel;
+  tone: Tone;
+  status: CampaignStatus;
+  model: string;
+  createdBy: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** One status change (or the creation, from `null` to draft). */
+export interface CampaignEvent {
+  from: CampaignStatus | null;
+  to: CampaignStatus;
+  note: string | null;
+  userId: string;
+  userName: string | null;
+  at: string;
+}
+
+export interface CampaignFilter {
+  status?: CampaignStatus;
+  channel?: Channel;
+  segmentId?: string;
+}
+
+interface CampaignRow {
+  id: string;
+  segment_id: string;
+  segment_name: string;
+  objective: string;
+  channel: Channel;
+  tone: Tone;
+  title: string;
+  message: string;
+  call_to_action: string;
+  status: CampaignStatus;
+  model: string;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+}
+
+function toCampaign(row: CampaignRow): Campaign {
+  return {
+    id: row.id,
+    segmentId: row.segment_id,
+    segmentName: row.segment_name,
+    objective: row.objective,
+    channel: row.channel,
+    tone: row.tone,
+    title: row.title,
+    message: row.message,
+    callToAction: row.call_to_action,
+    status: row.status,
+    model: row.model,
+    createdBy: row.created_by,
+    createdAt: new Date(row.created_at).toISOString(),
+    updatedAt: new Date(row.updated_at).toISOString(),
+  };
+}
+
+const FILTER_COLUMNS = { status: 'status', channel: 'channel', segmentId: 'segment_id' } as const;
+
+export type CampaignRepository = ReturnType<typeof createCampaignRepository>;
+
+/** Returns the campaign queries, prepared once. */
+export function createCampaignRepository(db: Db) {
+  const byId = db.prepare<[string], CampaignRow>('SELECT * FROM campaigns WHERE id = ?');
+  /** The list statements for one combination of filters, prepared on first use: each can use its own index. */
+  const listStatements = new Map<string, { page: Statement<Record<string, unknown>, CampaignRow>; count: Statement<Record<string, unknown>, { n: number }> }>();
+  const statementsFor = (filter: Record<string, string>) => {
+    const names = Object.keys(filter) as (keyof typeof FILTER_COLUMNS)[];
+    const key = names.join(',');
+    let found = listStatements.get(key);
+    if (!found) {
+      const where = names.length ? `WHERE ${names.map((n) => `${FILTER_COLUMNS[n]} = @${n}`).join(' AND ')}` : '';
+      found = {
+        page: db.prepare(`SELECT * FROM campaigns ${where} ORDER BY seq DESC LIMIT @limit OFFSET @offset`),
+        count: db.prepare(`SELECT count(*) AS n FROM campaigns ${where}`),
+      };
+      listStatements.set(key, found);
+    }
+    return found;
+  };
+  const insert = db.prepare(
+    `INSERT INTO campaigns (id, segment_id, segment_name, objective, channel, tone, title, message, call_to_action, status, model, created_by, created_at, updated_at)
+     VALUES (@id, @segmentId, @segmentName, @objective, @channel, @tone, @title, @message, @callToAction, 'draft', @model, @createdBy, @now, @now)`,
+  );
+  const edit = db.prepare(
+    `UPDATE campaigns SET title = @title, message = @message, call_to_action = @callToAction, updated_at = @now
+     WHERE id = @id AND status = 'draft'`,
+  );
+  const move = db.prepare('UPDATE campaigns SET status = @to, updated_at = @now WHERE id = @id AND status = @from');
+  const remove = db.prepare("DELETE FROM campaigns WHERE id = ? AND status = 'draft'");
+  const addEvent = db.prepare(
+    'INSERT INTO campaign_events (campaign_id, from_status, to_status, note, actor_id, at) VALUES (@id, @from, @to, @note, @userId, @now)',
+  );
+  const events = db.prepare<[string], { from_status: CampaignStatus | null; to_status: CampaignStatus; note: string | null; actor_id: string; full_name: string | null; at: number }>(
+    `SELECT e.from_status, e.to_status, e.note, e.actor_id, u.full_name, e.at
+     FROM campaign_events e LEFT JOIN users u ON u.id = e.actor_id WHERE e.campaign_id = ? ORDER BY e.id`,
+  );
+
+  /** Totals per filter, remembered until a campaign changes: counting 100,000 rows per page view would dominate the list. */
+  const totals = new Map<string, number>();
+  const changed = () => totals.clear();
+  const filterParams = (filter: CampaignFilter): Record<string, string> =>
+    Object.fromEntries(Object.entries(filter).filter(([name, value]) => name in FILTER_COLUMNS && value !== undefined));
+
+  const findCampaign = (id: string): Campaign | undefined => {
+    const row = byId.get(id);
+    return row && toCampaign(row);
+  };
+  const getCampaign = (id: string): Campaign => {
+    const found = findCampaign(id);
+    if (!found) throw new AppError('not_found', `No campaign with id ${id}.`);
+    return found;
+  };
+
+  const insertCampaign = db.transaction((params: Record<string, unknown>) => {
+    insert.run(params);
+    addEvent.run({ id: params.id, from: null, to: 'draft', note: null, userId: params.createdBy, now: params.now });
+  });
+
+  const moveCampaign = db.transaction((id: string, from: CampaignStatus, to: CampaignStatus, note: string | null, userId: string, now: number) => {
+    // Compare-and-set on the status read by the caller: a concurrent move makes this one a conflict, not a lost update.
+    if (move.run({ id, from, to, now }).changes === 0) throw new AppError('conflict', 'The campaign changed meanwhile; read it again and retry.');
+    addEvent.run({ id, from, to, note, userId, now });
+  });
+
+  return {
+    findCampaign,
+    /** Returns the campaign; throws `not_found`. */
+    getCampaign,
+
+    /** Returns one page of campaigns, newest first, and how many match. */
+    listCampaigns(filter: CampaignFilter, pageNumber: number, limit: number): { items: Campaign[]; total: number } {
+      const params = filterParams(filter);
+      const statements = statementsFor(params);
+      const key = JSON.stringify(params);
+      let total = totals.get(key);
+      if (total === undefined) {
+        total = statements.count.get(params)!.n;
+        totals.set(key, total);
+      }
+      const offset = (pageNumber - 1) * limit;
+      const items = offset < total ? statements.page.all({ ...params, limit, offset }).map(toCampaign) : [];
+      return { items, total };
+    },
+
+    /** Stores a new draft and its creation event; returns it. */
+    insertCampaign(campaign: Omit<Campaign, 'id' | 'status' | 'createdAt' | 'updatedAt'>, now: Date): Campaign {
+      const id = randomUUID();
+      insertCampaign.immediate({ ...campaign, id, now: now.getTime() });
+      changed();
+      return getCampaign(id);
+    },
+
+    /** Replaces the copy of a draft; throws `not_found`, or `conflict` when it is no longer a draft. */
+    editDraft(id: string, copy: CampaignCopy, now: Date): Campaign {
+      if (edit.run({ id, ...copy, now: now.getTime() }).changes === 0) {
+        const current = getCampaign(id);
+        throw new AppError('conflict', `Only drafts can be edited; this campaign is ${current.status}.`);
+      }
+      return getCampaign(id);
+    },
+
+    /** Moves the campaign from `from` to `to` and records who did it; throws `conflict` if its status is no longer `from`. */
+    moveCampaign(id: string, move: { from: CampaignStatus; to: CampaignStatus; note: string | null; userId: string }, now: Date): Campaign {
+      moveCampaign.immediate(id, move.from, move.to, move.note, move.userId, now.getTime());
+      changed();
+      return getCampaign(id);
+    },
+
+    /** Deletes a draft and its trail; throws `not_found`, or `conflict` when it is not a draft. */
+    deleteDraft(id: string): void {
+      if (remove.run(id).changes === 0) {
+        const current = getCampaign(id);
+        throw new AppError('conflict', `Only drafts can be deleted; this campaign is ${current.status}.`);
+      }
+      changed();
+    },
+
+    /** Returns the campaign's trail, oldest first; throws `not_found`. */
+    listEvents(id: string): CampaignEvent[] {
+      getCampaign(id);
+      return events.all(id).map((e) => ({ from: e.from_status, to: e.to_status, note: e.note, userId: e.actor_id, userName: e.full_name, at: new Date(e.at).toISOString() }));
+    },
+  };
+}

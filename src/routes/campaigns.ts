@@ -1,0 +1,150 @@
+// campaigns.*: generation through the language model, read, edit, delete, and the review workflow.
+import type { AudienceIndex } from '../db/audience-index.ts';
+import type { CampaignRepository } from '../db/campaigns.ts';
+import type { SegmentRepository } from '../db/segments.ts';
+import { draftCopy } from '../campaigns/draft.ts';
+import { MOVES, isMove, mayMove } from '../domain/campaigns.ts';
+import type { Clock } from '../domain/clock.ts';
+import { AppError, invalidField } from '../domain/errors.ts';
+import { compileConditions, describeAudience } from '../domain/segments.ts';
+import { operation } from '../http/operation.ts';
+import { parseInput } from '../http/validate.ts';
+import type { LanguageModel } from '../llm/model.ts';
+import { IdParams, NullBody } from '../schemas/common.ts';
+import {
+  Campaign,
+  CampaignChanges,
+  CampaignEventList,
+  CampaignListQuery,
+  CampaignPage,
+  channelCopy,
+  GenerateRequest,
+  StatusChange,
+} from '../schemas/campaigns.ts';
+
+export interface CampaignDeps {
+  campaigns: CampaignRepository;
+  segments: SegmentRepository;
+  audience: AudienceIndex;
+  model: LanguageModel;
+  clock: Clock;
+}
+
+/** Returns the campaign operations. */
+export function campaignOperations({ campaigns, segments, audience, model, clock }: CampaignDeps) {
+  const generate = operation({
+    operationId: 'campaigns.generate',
+    summary:
+      'Draft a campaign for a saved segment with the language model (or the local generator). Send Idempotency-Key to make a retry safe.',
+    tag: 'campaigns',
+    body: GenerateRequest,
+    response: Campaign,
+    problems: ['llm_error', 'llm_unavailable'],
+    async handle({ body, user, ctx }) {
+      const segment = segments.findSegment(body.segmentId);
+      if (!segment) throw invalidField('segmentId', 'No saved segment has this id.');
+      const audienceSize = await audience.count(compileConditions(segment.conditions, clock()));
+      const brief = { audience: describeAudience(segment.conditions), audienceSize, objective: body.objective, channel: body.channel, tone: body.tone };
+      const copy = await draftCopy(model, brief, ctx.signal);
+      return campaigns.insertCampaign(
+        { ...copy, segmentId: segment.id, segmentName: segment.name, objective: body.objective, channel: body.channel, tone: body.tone, model: model.model, createdBy: user.id },
+        clock(),
+      );
+    },
+  });
+
+  const list = operation({
+    operationId: 'campaigns.list',
+    summary: 'Campaigns, newest first, filtered by status, channel and segment, in pages.',
+    tag: 'campaigns',
+    query: CampaignListQuery,
+    response: CampaignPage,
+    handle({ query }) {
+      const { page, limit, ...filter } = query;
+      return { ...campaigns.listCampaigns(filter, page, limit), page, limit };
+    },
+  });
+
+  const get = operation({
+    operationId: 'campaigns.get',
+    summary: 'One campaign.',
+    tag: 'campaigns',
+    params: IdParams,
+    response: Campaign,
+    problems: ['not_found'],
+    handle({ params }) {
+      return campaigns.getCampaign(params.id);
+    },
+  });
+
+  const update = operation({
+    operationId: 'campaigns.update',
+    summary: "Edit a draft's title, message or call to action, within its channel's limits.",
+    tag: 'campaigns',
+    params: IdParams,
+    body: CampaignChanges,
+    response: Campaign,
+    problems: ['not_found', 'conflict'],
+    handle({ params, body }) {
+      const current = campaigns.getCampaign(params.id);
+      if (current.status !== 'draft') throw new AppError('conflict', `Only drafts can be edited; this campaign is ${current.status}.`);
+      const copy = {
+        title: body.title ?? current.title,
+        message: body.message ?? current.message,
+        callToAction: body.callToAction ?? current.callToAction,
+      };
+      parseInput(channelCopy(current.channel), copy, 'body');
+      return campaigns.editDraft(params.id, copy, clock());
+    },
+  });
+
+  const remove = operation({
+    operationId: 'campaigns.delete',
+    summary: 'Delete a draft (other statuses are kept for the record).',
+    tag: 'campaigns',
+    params: IdParams,
+    response: NullBody,
+    problems: ['not_found', 'conflict'],
+    handle({ params }) {
+      campaigns.deleteDraft(params.id);
+      return null;
+    },
+  });
+
+  const setStatus = operation({
+    operationId: 'campaigns.setStatus',
+    summary:
+      'Move a campaign through review: draft → in_review → approved → sent; in_review → draft (request changes); approved → draft (reopen). Approving, requesting changes and marking sent need marketing_lead or admin.',
+    tag: 'campaigns',
+    params: IdParams,
+    body: StatusChange,
+    response: Campaign,
+    problems: ['not_found', 'forbidden', 'conflict'],
+    handle({ params, body, user }) {
+      const current = campaigns.getCampaign(params.id);
+      const from = current.status;
+      const to = body.status;
+      if (!mayMove(user.role, from, to)) throw new AppError('forbidden', `Your role cannot move a campaign from ${from} to ${to}.`);
+      if (from === to) return current;
+      if (!isMove(from, to)) {
+        const allowed = MOVES[from];
+        throw new AppError('conflict', `A ${from} campaign cannot move to ${to}; ${allowed.length ? `allowed: ${allowed.join(', ')}` : 'it allows no moves'}.`);
+      }
+      return campaigns.moveCampaign(params.id, { from, to, note: body.note ?? null, userId: user.id }, clock());
+    },
+  });
+
+  const events = operation({
+    operationId: 'campaigns.events',
+    summary: 'Who moved the campaign when, from which status to which, with their note; oldest first, starting with its creation.',
+    tag: 'campaigns',
+    params: IdParams,
+    response: CampaignEventList,
+    problems: ['not_found'],
+    handle({ params }) {
+      return campaigns.listEvents(params.id);
+    },
+  });
+
+  return { generate, list, get, update, remove, setStatus, events };
+}
