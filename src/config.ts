@@ -5,6 +5,8 @@ import { dirname } from 'node:path';
 import { LOG_LEVELS, type LogLevel } from './http/logger.ts';
 
 export type LlmProvider = 'openai' | 'anthropic' | 'local';
+/** How an OpenAI-compatible server is asked for JSON: a strict schema, any JSON object, or only by the prompt. */
+export type LlmJsonMode = 'json_schema' | 'json_object' | 'none';
 
 export interface Config {
   port: number;
@@ -18,7 +20,11 @@ export interface Config {
     provider: LlmProvider;
     baseUrl: string | undefined;
     apiKey: string | undefined;
+    /** Always set for `openai` and `anthropic`; the local generator needs none. */
     model: string | undefined;
+    jsonMode: LlmJsonMode;
+    /** Reply length bound used when a request names none. */
+    maxTokens: number;
     timeoutMs: number;
     maxRetries: number;
   };
@@ -72,6 +78,8 @@ export function loadConfig(env: Env): Config {
   const baseUrl = url('LLM_BASE_URL');
   const provider = oneOf<LlmProvider>('LLM_PROVIDER', ['openai', 'anthropic', 'local'], baseUrl ? 'openai' : 'local');
   if (provider === 'openai' && !baseUrl) throw new ConfigError('LLM_BASE_URL', 'required when LLM_PROVIDER is openai');
+  // A network provider without a model name would fail on every request; stop at start-up instead.
+  if (provider !== 'local' && !text('LLM_MODEL')) throw new ConfigError('LLM_MODEL', `required when LLM_PROVIDER is ${provider}`);
   const corsOrigins = (text('CORS_ORIGINS') ?? '').split(',').map((o) => o.trim()).filter(Boolean);
   for (const origin of corsOrigins) {
     if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new ConfigError('CORS_ORIGINS', `"${origin}" is not an origin like https://app.example.com`);
@@ -89,6 +97,8 @@ export function loadConfig(env: Env): Config {
       baseUrl: baseUrl ?? (provider === 'anthropic' ? 'https://api.anthropic.com/v1' : undefined),
       apiKey: text('LLM_API_KEY'),
       model: text('LLM_MODEL'),
+      jsonMode: oneOf<LlmJsonMode>('LLM_JSON_MODE', ['json_schema', 'json_object', 'none'], 'json_schema'),
+      maxTokens: integer('LLM_MAX_TOKENS', 1024, 16, 32_768),
       timeoutMs: integer('LLM_TIMEOUT_MS', 20_000, 100, 600_000),
       maxRetries: integer('LLM_MAX_RETRIES', 2, 0, 10),
     },
