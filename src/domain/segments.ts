@@ -137,10 +137,9 @@ export function describeCondition(condition: Condition): string {
   }
 }
 
-/** Returns the audience in words: "customers in Germany, with at least 5 purchases and active in the last 30 days". */
+/** Returns the audience in words: "customers in Germany with at least 5 purchases, active in the last 30 days". */
 export function describeAudience(conditions: readonly Condition[]): string {
-  const parts = conditions.map(describeCondition);
-  if (parts.length === 0) return 'all customers';
-  if (parts.length === 1) return `customers ${parts[0]}`;
-  return `customers ${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}`;
+  const [first, second, ...rest] = conditions.map(describeCondition);
+  if (first === undefined) return 'all customers';
+  return ['customers', first, second].filter(Boolean).join(' ') + rest.map((part) => `, ${part}`).join('');
 }

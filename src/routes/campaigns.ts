@@ -128,7 +128,8 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
       if (from === to) return current;
       if (!isMove(from, to)) {
         const allowed = MOVES[from];
-        throw new AppError('conflict', `A ${from} campaign cannot move to ${to}; ${allowed.length ? `allowed: ${allowed.join(', ')}` : 'it allows no moves'}.`);
+        const moves = allowed.length ? `it can move to ${allowed.join(' or ')}` : 'it can move nowhere';
+        throw new AppError('conflict', `The campaign is ${from}: ${moves}, not to ${to}.`);
       }
       return campaigns.moveCampaign(params.id, { from, to, note: body.note ?? null, userId: user.id }, clock());
     },
