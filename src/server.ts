@@ -2,7 +2,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.ts';
-import type { Config } from './config.ts';
+import { ConfigError, type Config } from './config.ts';
 import { openDatabase, type Db } from './db/database.ts';
 import { createUserRepository } from './db/users.ts';
 import { systemClock } from './domain/clock.ts';
@@ -17,17 +17,38 @@ export interface RunningService {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Opens the database, creates the first admin if needed and listens; returns the running service. */
+/** Limits on slow clients: a request's headers within 10 s and the whole request within 60 s, checked every second. */
+export const SERVER_TIMEOUTS = { headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
+
+/** Listens, or throws `ConfigError` naming PORT when the address is taken. */
+function listen(server: Server, config: Config): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') reject(new ConfigError('PORT', `port ${config.port} on ${config.host} is already in use; set PORT to a free port`));
+      else if (error.code === 'EADDRNOTAVAIL') reject(new ConfigError('HOST', `${config.host} is not an address of this machine`));
+      else reject(error);
+    });
+    server.listen(config.port, config.host, resolve);
+  });
+}
+
+/**
+ * Opens the database, listens, then creates the first admin if needed; returns the running service. The first
+ * admin is made only once the port is ours, so a failed start never prints a password for a service that is not there.
+ */
 export async function startService(config: Config): Promise<RunningService> {
   const logger = createLogger(config.logLevel);
   const db = openDatabase(config.databasePath);
-  await ensureFirstAdmin(createUserRepository(db), config.admin, systemClock(), (text) => process.stderr.write(text));
   const app = createApp({ db, config, logger });
-  const server = createServer({ keepAliveTimeout: 5000 }, app.listener);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, resolve);
-  });
+  const server = createServer(SERVER_TIMEOUTS, app.listener);
+  try {
+    await listen(server, config);
+    await ensureFirstAdmin(createUserRepository(db), config.admin, systemClock(), (text) => process.stderr.write(text));
+  } catch (error) {
+    server.close();
+    db.close();
+    throw error;
+  }
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info('listening', { url, database: config.databasePath, llmProvider: config.llm.provider });

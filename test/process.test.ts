@@ -84,3 +84,51 @@ test('SIGTERM lets a request in flight finish, then the process exits 0 and stop
   assert.equal(await service.exited, 0);
   await assert.rejects(fetch(`${service.url}/health`));
 });
+
+/** Holds a port on 127.0.0.1 until released. */
+async function occupyPort(): Promise<{ port: number; release: () => Promise<void> }> {
+  const { createServer } = await import('node:net');
+  const blocker = createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  const port = (blocker.address() as { port: number }).port;
+  return { port, release: () => new Promise<void>((resolve) => blocker.close(() => resolve())) };
+}
+
+async function runToExit(command: string[], env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, command, { env: { ...process.env, LOG_LEVEL: 'info', ...env } });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdout.resume();
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, stderr };
+}
+
+test('a busy port stops npm start with one line naming PORT, exit 2, and no first admin created', async () => {
+  const busy = await occupyPort();
+  try {
+    const database = join(dir, 'busy.db');
+    const { code, stderr } = await runToExit(['--import', 'tsx', 'src/main.ts'], { DATABASE_PATH: database, PORT: String(busy.port) });
+    assert.equal(code, 2);
+    assert.equal(stderr.trim(), `Configuration error: PORT: port ${busy.port} on 127.0.0.1 is already in use; set PORT to a free port`);
+    const { openDatabase } = await import('../src/db/database.ts');
+    const db = openDatabase(database);
+    try {
+      assert.equal((db.prepare('SELECT count(*) AS n FROM users').get() as { n: number }).n, 0);
+    } finally {
+      db.close();
+    }
+  } finally {
+    await busy.release();
+  }
+});
+
+test('a busy port stops npm run demo the same way', async () => {
+  const busy = await occupyPort();
+  try {
+    const { code, stderr } = await runToExit(['--import', 'tsx', 'scripts/demo.ts'], { DEMO_DATABASE_PATH: join(dir, 'demo.db'), PORT: String(busy.port) });
+    assert.equal(code, 2);
+    assert.match(stderr, new RegExp(`^Configuration error: PORT: port ${busy.port} on 127\\.0\\.0\\.1 is already in use; set PORT to a free port\\n$`));
+  } finally {
+    await busy.release();
+  }
+});
