@@ -101,7 +101,12 @@ export function buildOpenApi(routes: readonly Route[]): JsonSchema {
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'Campaign drafting service', version: 'v1' },
+    info: {
+      title: 'Campaign drafting service',
+      version: 'v1',
+      description: 'Customers with live aggregates, saved segments, campaigns drafted by a language model with a review workflow, and an assistant chat.',
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    },
     servers: [{ url: '/' }],
     paths,
     components: {

@@ -15,6 +15,7 @@ import {
   Health,
   ImportReport,
   ImportRequest,
+  ImportRequestDocumented,
   Kpis,
   TopCustomers,
   TopQuery,
@@ -110,7 +111,7 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
     summary: 'Import up to 1000 customers: valid rows are stored in one transaction, invalid or duplicate rows are reported.',
     tag: 'customers',
     body: ImportRequest,
-    documentedBody: v.object({ customers: v.pipe(v.array(input), v.minLength(1), v.maxLength(1000)) }),
+    documentedBody: ImportRequestDocumented,
     response: ImportReport,
     handle({ body }) {
       type Failure = { row: number; email: string | null; reason: string; errors: FieldError[] };

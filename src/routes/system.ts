@@ -5,6 +5,9 @@ import { AppError } from '../domain/errors.ts';
 import { buildOpenApi } from '../http/openapi.ts';
 import { publicOperation, type Route } from '../http/operation.ts';
 
+/** These endpoints take no parameters: a client sending some has a wrong idea of them, which a 400 tells it. */
+const NoParameters = v.strictObject({}, 'Takes no query parameters.');
+
 /** Returns `/health` and `/v1/openapi.json`; the document is built once, on first request. */
 export function systemOperations({ db, routes }: { db: Db; routes: () => readonly Route[] }) {
   const ping = db.prepare('SELECT 1');
@@ -14,6 +17,7 @@ export function systemOperations({ db, routes }: { db: Db; routes: () => readonl
     operationId: 'system.health',
     summary: 'Answers when the database answers.',
     tag: 'system',
+    query: NoParameters,
     response: v.object({ status: v.literal('ok') }),
     handle() {
       try {
@@ -29,6 +33,7 @@ export function systemOperations({ db, routes }: { db: Db; routes: () => readonl
     operationId: 'system.openapi',
     summary: 'This document: OpenAPI 3.1.',
     tag: 'system',
+    query: NoParameters,
     response: v.record(v.string(), v.unknown()),
     handle() {
       document ??= buildOpenApi(routes());

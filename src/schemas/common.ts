@@ -1,18 +1,21 @@
 // Schemas shared by several resources.
 import * as v from 'valibot';
-import { EMAIL_PATTERN } from '../domain/email.ts';
+import { EMAIL_INPUT_PATTERN } from '../domain/email.ts';
 import { ERROR_CODES } from '../domain/errors.ts';
 
 /** Largest integer a JSON client can hold exactly. */
 export const MAX_COUNTER = Number.MAX_SAFE_INTEGER;
 
-/** An email address: trimmed and lower-cased first, then checked against the specification's pattern. */
+/**
+ * An email address: trimmed and lower-cased first, then checked against the specification's pattern (written with
+ * the surrounding white space allowed, which changes nothing after the trim but documents what is accepted).
+ */
 export const Email = v.pipe(
   v.string(),
   v.trim(),
   v.toLowerCase(),
   v.maxLength(254, 'Must be at most 254 characters.'),
-  v.regex(EMAIL_PATTERN, 'Must be a valid email address.'),
+  v.regex(EMAIL_INPUT_PATTERN, 'Must be a valid email address.'),
 );
 
 /** A string trimmed of surrounding white space, limited to `min`..`max` characters, without control characters. */

@@ -91,6 +91,24 @@ export const ImportRequest = v.object({
   ),
 });
 
+/**
+ * The import body as documented: rows described loosely, since a bad row is reported in `failures`, not refused,
+ * and a client or gateway validating against the document must let such a body through.
+ */
+export const ImportRequestDocumented = v.object({
+  customers: v.pipe(
+    v.array(v.looseObject({})),
+    v.minLength(1),
+    v.maxLength(1000),
+    v.description(
+      'Rows with the fields of customers.create: name (1-200 characters, trimmed), email (the email rule, trimmed and lower-cased; ' +
+        'unique), country (2-80 characters, trimmed), totalTransactions (integer >= 0), totalAmountSpent (number >= 0, rounded to cents), ' +
+        'lastActivityDate (ISO 8601 date or date-time, not more than a day ahead), status (active, inactive or churned). Each row is ' +
+        'checked on its own: a row breaking a rule, or repeating a stored or earlier email, is reported in failures and not stored.',
+    ),
+  ),
+});
+
 export const ImportReport = v.object({
   imported: Counter,
   skipped: Counter,

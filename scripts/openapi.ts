@@ -1,0 +1,21 @@
+// `npm run openapi -- [--out FILE]`: writes the OpenAPI document the service serves at /v1/openapi.json.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { buildOpenApi } from '../src/http/openapi.ts';
+import { createLogger } from '../src/http/logger.ts';
+
+const { values } = parseArgs({ options: { out: { type: 'string' } } });
+const db = openDatabase(':memory:');
+const { routes } = createApp({ db, config: loadConfig({ DATABASE_PATH: ':memory:' }), logger: createLogger('silent') });
+const text = `${JSON.stringify(buildOpenApi(routes), null, 2)}\n`;
+db.close();
+if (values.out) {
+  mkdirSync(dirname(values.out), { recursive: true });
+  writeFileSync(values.out, text);
+} else {
+  process.stdout.write(text);
+}
