@@ -1,15 +1,20 @@
-// The benchmark's floor: a bare node:http server answering the default customers page from the same database,
-// through the same repository call, with no routing, auth, validation or logging. Usage: bench-floor.ts DB PORT
+// The benchmark's floor: a bare node:http server answering the default customers (or campaigns) page from the same
+// database, through the same repository call, with no routing, auth, validation or logging.
+// Usage: bench-floor.ts DB PORT [customers|campaigns]
 import { createServer } from 'node:http';
+import { createCampaignRepository } from '../src/db/campaigns.ts';
 import { createCustomerRepository } from '../src/db/customers.ts';
 import { openDatabase } from '../src/db/database.ts';
 
-const [path, port] = process.argv.slice(2);
-const customers = createCustomerRepository(openDatabase(path!));
+const [path, port, what = 'customers'] = process.argv.slice(2);
+const db = openDatabase(path!);
+const customers = createCustomerRepository(db);
+const campaigns = createCampaignRepository(db);
 const query = { search: '', status: 'all', country: '', sort: 'lastActivityDate', direction: 'desc', page: 1, limit: 50 } as const;
+const page = what === 'campaigns' ? () => campaigns.listCampaigns({}, 1, 50) : () => customers.listCustomers(query);
 
 createServer((_req, res) => {
-  const body = JSON.stringify({ ...customers.listCustomers(query), page: 1, limit: 50 });
+  const body = JSON.stringify({ ...page(), page: 1, limit: 50 });
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
 }).listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\n'));

@@ -1,0 +1,164 @@
+// Campaign benchmark: local generation over HTTP, the latency the service adds on top of a model provider, and
+// GET /v1/campaigns over 100,000 campaigns against a bare node:http floor. Run by `npm run bench`, or alone as
+// `npm run bench:campaigns -- [--database PATH] [--duration S]` on a copy of a seeded database.
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { copyFileSync, existsSync, openSync, rmSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { openDatabase } from '../src/db/database.ts';
+import { createSegmentRepository } from '../src/db/segments.ts';
+import { createUserRepository } from '../src/db/users.ts';
+import { hashPassword } from '../src/domain/passwords.ts';
+import { startFakeProvider } from '../test/support/fake-provider.ts';
+
+const EMAIL = 'campaign-bench@example.com';
+const PASSWORD = 'bench-password-1';
+const CAMPAIGNS = 100_000;
+const log = (text: string) => process.stderr.write(`${text}\n`);
+
+export interface CampaignLoad {
+  name: string;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+}
+
+export interface CampaignBench {
+  campaigns: number;
+  floor: CampaignLoad;
+  list: CampaignLoad & { ratioToFloor: number };
+  localGeneration: CampaignLoad;
+  provider: { serviceP50: number; serviceP99: number; providerP50: number; addedP50: number; requests: number };
+}
+
+async function load(name: string, url: string, duration: number, options: { token?: string; method?: string; body?: unknown; connections?: number } = {}): Promise<CampaignLoad> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  const result = await autocannon({
+    url,
+    connections: options.connections ?? 50,
+    duration,
+    method: options.method ?? 'GET',
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  const row = { name, requestsPerSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
+  log(`  ${name.padEnd(52)} ${String(Math.round(row.requestsPerSecond)).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms${row.non2xx ? `  (${row.non2xx} failed)` : ''}`);
+  return row;
+}
+
+function startProcess(command: string[], env: Record<string, string>, logFile: string): ChildProcess {
+  return spawn(process.execPath, command, { env: { ...process.env, ...env }, stdio: ['ignore', openSync(logFile, 'w'), 'inherit'] });
+}
+
+async function waitFor(url: string): Promise<void> {
+  for (let i = 0; i < 6000; i++) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`${url} did not answer`);
+}
+
+/** Adds a user, a segment and 100,000 campaigns (written directly, in one transaction) unless they are there. */
+async function prepare(database: string): Promise<{ segmentId: string }> {
+  const db = openDatabase(database);
+  const users = createUserRepository(db);
+  const found = users.findCredentials(EMAIL);
+  const user = found?.user ?? users.insertUser({ email: EMAIL, fullName: 'Campaign bench', role: 'admin', passwordHash: await hashPassword(PASSWORD) }, new Date());
+  const segment = createSegmentRepository(db).insertSegment(
+    { name: 'Bench: Germany, 3+ purchases', conditions: [{ field: 'country', operator: 'eq', value: 'Germany' }, { field: 'totalTransactions', operator: 'gte', value: 3 }], matchCount: 0, createdBy: user.id },
+    new Date(),
+  );
+  const have = db.prepare('SELECT count(*) FROM campaigns').pluck().get() as number;
+  const insert = db.prepare(
+    `INSERT INTO campaigns (id, segment_id, segment_name, objective, channel, tone, title, message, call_to_action, status, model, created_by, created_at, updated_at)
+     VALUES (?, ?, ?, 'Bring lapsed buyers back with a spring offer', ?, 'friendly', 'Spring is here', 'Hi there! Our spring offer is waiting for you. Take a look', 'Take a look', ?, 'local', ?, ?, ?)`,
+  );
+  const channels = ['sms', 'email', 'push'] as const;
+  const statuses = ['draft', 'in_review', 'approved', 'sent'] as const;
+  db.transaction(() => {
+    const start = Date.now() - CAMPAIGNS * 1000;
+    for (let i = have; i < CAMPAIGNS; i++) insert.run(randomUUID(), segment.id, segment.name, channels[i % 3], statuses[i % 4], user.id, start + i * 1000, start + i * 1000);
+  })();
+  db.close();
+  return { segmentId: segment.id };
+}
+
+/** Runs the campaign benchmark on `database` (changed: campaigns are added) and returns its figures. */
+export async function benchCampaigns({ database, duration, port = 3927 }: { database: string; duration: number; port?: number }): Promise<CampaignBench> {
+  const { segmentId } = await prepare(database);
+  const fake = await startFakeProvider();
+  fake.defaultReply = { json: { title: 'Spring is here', message: 'Our spring offer is waiting for you.', callToAction: 'Take a look' } };
+  const common = { DATABASE_PATH: database, LOG_LEVEL: 'info', MODEL_CALLS_PER_MINUTE: '100000', ADMIN_PASSWORD: 'unused-admin-password' };
+  const local = startProcess(['--import', 'tsx', 'src/main.ts'], { ...common, PORT: String(port), LLM_PROVIDER: 'local' }, 'data/bench-campaigns-local.log');
+  await waitFor(`http://127.0.0.1:${port}/health`);
+  const floor = startProcess(['--import', 'tsx', 'scripts/bench-floor.ts', database, String(port + 1), 'campaigns'], {}, 'data/bench-campaigns-floor.log');
+  await waitFor(`http://127.0.0.1:${port + 1}/`);
+  const api = (path: string, p = port) => `http://127.0.0.1:${p}${path}`;
+  const signIn = async (p: number) =>
+    ((await (await fetch(api('/v1/auth/sign-in', p), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: EMAIL, password: PASSWORD }) })).json()) as { accessToken: string }).accessToken;
+
+  try {
+    const token = await signIn(port);
+    const body = { segmentId, objective: 'Bring lapsed buyers back with a spring offer on boots', channel: 'sms', tone: 'friendly' };
+    log(`Campaigns, 50 connections, ${duration} s each:`);
+    const floorRow = await load('floor: bare node:http, campaigns page', api('/', port + 1), duration);
+    const list = await load(`GET /v1/campaigns (${CAMPAIGNS.toLocaleString('en')} campaigns)`, api('/v1/campaigns'), duration, { token });
+    const localGeneration = await load('POST /v1/campaigns/generate (local generator)', api('/v1/campaigns/generate'), duration, { token, method: 'POST', body });
+    local.kill('SIGTERM');
+    floor.kill('SIGTERM');
+
+    // The same generation through an OpenAI-compatible provider that answers at once, one request at a time.
+    const remote = startProcess(
+      ['--import', 'tsx', 'src/main.ts'],
+      { ...common, PORT: String(port + 2), LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: 'bench-model', LLM_API_KEY: 'bench-key' },
+      'data/bench-campaigns-remote.log',
+    );
+    await waitFor(api('/health', port + 2));
+    const remoteToken = await signIn(port + 2);
+    const timed = async (run: () => Promise<unknown>, count: number) => {
+      const samples: number[] = [];
+      for (let i = 0; i < count; i++) {
+        const begun = performance.now();
+        await run();
+        samples.push(performance.now() - begun);
+      }
+      return samples.sort((a, b) => a - b);
+    };
+    const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+    const requests = 300;
+    const service = await timed(async () => {
+      const reply = await fetch(api('/v1/campaigns/generate', port + 2), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${remoteToken}` }, body: JSON.stringify(body) });
+      if (reply.status !== 200) throw new Error(`generate through the provider: ${reply.status} ${await reply.text()}`);
+    }, requests);
+    const providerRequest = JSON.stringify(fake.requests.at(-1)?.body ?? {});
+    const provider = await timed(async () => {
+      await (await fetch(`${fake.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: providerRequest })).text();
+    }, requests);
+    remote.kill('SIGTERM');
+    const figures = { serviceP50: percentile(service, 0.5), serviceP99: percentile(service, 0.99), providerP50: percentile(provider, 0.5), requests };
+    const added = { ...figures, addedP50: figures.serviceP50 - figures.providerP50 };
+    log(`  generation through a provider answering at once: service p50 ${added.serviceP50.toFixed(2)} ms, provider p50 ${added.providerP50.toFixed(2)} ms, added p50 ${added.addedP50.toFixed(2)} ms`);
+    return { campaigns: CAMPAIGNS, floor: floorRow, list: { ...list, ratioToFloor: list.requestsPerSecond / floorRow.requestsPerSecond }, localGeneration, provider: added };
+  } finally {
+    local.kill('SIGTERM');
+    floor.kill('SIGTERM');
+    await fake.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({ options: { database: { type: 'string', default: 'data/bench-1000000.db' }, duration: { type: 'string', default: '5' } } });
+  const copy = 'data/bench-campaigns.db';
+  if (!existsSync(values.database)) throw new Error(`${values.database} does not exist: run npm run bench once, or npm run seed -- --database ${values.database}`);
+  for (const suffix of ['', '-wal', '-shm', '.secret']) rmSync(copy + suffix, { force: true });
+  copyFileSync(values.database, copy);
+  const result = await benchCampaigns({ database: copy, duration: Number(values.duration) });
+  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+}
