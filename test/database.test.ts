@@ -1,24 +1,19 @@
-// The database file (upgrades, version guard), configuration, and the first admin (product.md section 1).
+// The database file: upgrades, the version guard, and the in-memory segments engine's reloads.
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.ts';
 import { AudienceIndex } from '../src/db/audience-index.ts';
 import { createCustomerRepository } from '../src/db/customers.ts';
 import { openDatabase, SCHEMA_VERSION } from '../src/db/database.ts';
 import { compileConditions } from '../src/domain/segments.ts';
 import { createUserRepository } from '../src/db/users.ts';
-import { verifyPassword } from '../src/domain/passwords.ts';
-import { ensureFirstAdmin } from '../src/first-admin.ts';
 
 const ROOT = new URL('..', import.meta.url);
 const SCHEMA_V1 = readFileSync(new URL('test/fixtures/schema-v1.sql', ROOT), 'utf8');
 const CURRENT_SCHEMA = readFileSync(new URL('schema.sql', ROOT), 'utf8');
-const SECRET = 's'.repeat(32);
-const NO_ADMIN = { email: undefined, password: undefined, name: undefined };
 
 const dirs: string[] = [];
 function tempDir(): string {
@@ -157,179 +152,6 @@ test('a database with a newer schema version than this release refuses to open',
     assert.equal(check.pragma('user_version', { simple: true }), SCHEMA_VERSION + 1, 'the refused database is left as it was');
   } finally {
     check.close();
-  }
-});
-
-// ---------------------------------------------------------------------------------------------
-// Configuration
-
-function assertConfigError(env: Record<string, string>, variable: string): void {
-  const dir = tempDir();
-  assert.throws(
-    () => loadConfig({ DATABASE_PATH: join(dir, 'config.db'), TOKEN_SECRET: SECRET, ...env }),
-    (error: unknown) => {
-      assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
-      assert.match(error.message, new RegExp(`^${variable}\\b`), error.message);
-      return true;
-    },
-  );
-}
-
-test('config: PORT that is not a number is a ConfigError naming PORT', () => {
-  assertConfigError({ PORT: 'abc' }, 'PORT');
-  assertConfigError({ PORT: '65536' }, 'PORT');
-});
-
-test('config: an unknown LOG_LEVEL is a ConfigError naming LOG_LEVEL', () => {
-  assertConfigError({ LOG_LEVEL: 'loud' }, 'LOG_LEVEL');
-});
-
-test('config: a TOKEN_SECRET shorter than 32 bytes is a ConfigError naming TOKEN_SECRET', () => {
-  assertConfigError({ TOKEN_SECRET: 'x'.repeat(31) }, 'TOKEN_SECRET');
-  assert.equal(loadConfig({ DATABASE_PATH: join(tempDir(), 'ok.db'), TOKEN_SECRET: 'x'.repeat(32) }).tokenSecret.length, 32);
-});
-
-test('config: ACCESS_TOKEN_TTL of 0 is a ConfigError naming ACCESS_TOKEN_TTL', () => {
-  assertConfigError({ ACCESS_TOKEN_TTL: '0' }, 'ACCESS_TOKEN_TTL');
-});
-
-test('config: the defaults are those of the product decisions', () => {
-  const config = loadConfig({ DATABASE_PATH: join(tempDir(), 'defaults.db'), TOKEN_SECRET: SECRET });
-  assert.equal(config.port, 3000);
-  assert.equal(config.host, '127.0.0.1');
-  assert.equal(config.accessTokenTtlSeconds, 900);
-  assert.equal(config.refreshTokenTtlSeconds, 604_800);
-  assert.equal(config.logLevel, 'info');
-  assert.deepEqual(config.corsOrigins, []);
-  assert.equal(config.llm.provider, 'local');
-});
-
-test('config: without TOKEN_SECRET a secret is created beside the database with mode 0600 and reused', () => {
-  const databasePath = join(tempDir(), 'nested', 'folder', 'campaigns.db');
-  const secretFile = `${databasePath}.secret`;
-  assert.equal(existsSync(secretFile), false);
-
-  const first = loadConfig({ DATABASE_PATH: databasePath });
-  assert.ok(existsSync(secretFile), 'the secret file was not created');
-  assert.equal(statSync(secretFile).mode & 0o777, 0o600);
-  assert.ok(first.tokenSecret.length >= 32, `secret of ${first.tokenSecret.length} bytes`);
-
-  const second = loadConfig({ DATABASE_PATH: databasePath });
-  assert.ok(second.tokenSecret.equals(first.tokenSecret), 'a second start uses another secret');
-  assert.equal(statSync(secretFile).mode & 0o777, 0o600);
-
-  const elsewhere = loadConfig({ DATABASE_PATH: join(tempDir(), 'other.db') });
-  assert.ok(!elsewhere.tokenSecret.equals(first.tokenSecret), 'two databases share a secret');
-});
-
-// ---------------------------------------------------------------------------------------------
-// The first admin
-
-function emptyUsers() {
-  const db = openDatabase(join(tempDir(), 'first-admin.db'));
-  return { db, users: createUserRepository(db) };
-}
-
-test('first start without ADMIN_* creates admin@example.com with a generated password announced once', async () => {
-  const { db, users } = emptyUsers();
-  try {
-    const announced: string[] = [];
-    const now = new Date('2026-11-20T12:00:00.000Z');
-    await ensureFirstAdmin(users, NO_ADMIN, now, (text) => announced.push(text));
-
-    const all = users.listUsers();
-    assert.equal(all.length, 1);
-    const [admin] = all;
-    assert.deepEqual({ ...admin, id: undefined }, {
-      id: undefined,
-      fullName: 'Administrator',
-      email: 'admin@example.com',
-      role: 'admin',
-      isActive: true,
-      createdAt: now.toISOString(),
-    });
-    assert.equal(announced.length, 1);
-    assert.match(announced[0]!, /admin@example\.com/);
-    const password = /password (\S+)/.exec(announced[0]!)?.[1];
-    assert.ok(password, `no password in: ${announced[0]}`);
-    assert.ok(password.length >= 8);
-    const stored = users.findCredentials('admin@example.com');
-    assert.ok(stored);
-    assert.equal(await verifyPassword(password, stored.passwordHash), true, 'the announced password does not match');
-  } finally {
-    db.close();
-  }
-});
-
-test('first start with ADMIN_EMAIL / ADMIN_PASSWORD / ADMIN_NAME creates that admin and never prints the password', async () => {
-  const { db, users } = emptyUsers();
-  try {
-    const announced: string[] = [];
-    const password = 'chosen admin password';
-    await ensureFirstAdmin(users, { email: ' Boss@Example.COM ', password, name: 'The Boss' }, new Date(), (text) => announced.push(text));
-
-    const all = users.listUsers();
-    assert.equal(all.length, 1);
-    assert.equal(all[0]!.email, 'boss@example.com');
-    assert.equal(all[0]!.fullName, 'The Boss');
-    assert.equal(all[0]!.role, 'admin');
-    assert.equal(all[0]!.isActive, true);
-    assert.ok(announced.every((text) => !text.includes(password)), `the password was announced: ${announced.join('')}`);
-    const stored = users.findCredentials('boss@example.com');
-    assert.ok(stored);
-    assert.equal(await verifyPassword(password, stored.passwordHash), true);
-  } finally {
-    db.close();
-  }
-});
-
-test('first start does nothing when users exist', async () => {
-  const { db, users } = emptyUsers();
-  try {
-    const existing = users.insertUser({ email: 'someone@example.com', fullName: 'Someone', role: 'lifecycle_marketer', passwordHash: 'x' }, new Date());
-    const announced: string[] = [];
-    await ensureFirstAdmin(users, NO_ADMIN, new Date(), (text) => announced.push(text));
-    await ensureFirstAdmin(users, { email: 'boss@example.com', password: 'chosen admin password', name: 'Boss' }, new Date(), (text) =>
-      announced.push(text),
-    );
-    assert.deepEqual(users.listUsers(), [existing]);
-    assert.deepEqual(announced, []);
-  } finally {
-    db.close();
-  }
-});
-
-test('first start with a bad ADMIN_EMAIL or ADMIN_PASSWORD is a ConfigError naming it, and creates nobody', async () => {
-  const { db, users } = emptyUsers();
-  try {
-    await assert.rejects(ensureFirstAdmin(users, { ...NO_ADMIN, email: 'not-an-email' }, new Date(), () => {}), (error: unknown) => {
-      assert.ok(error instanceof ConfigError);
-      assert.match(error.message, /^ADMIN_EMAIL\b/);
-      return true;
-    });
-    await assert.rejects(ensureFirstAdmin(users, { ...NO_ADMIN, password: 'short' }, new Date(), () => {}), (error: unknown) => {
-      assert.ok(error instanceof ConfigError);
-      assert.match(error.message, /^ADMIN_PASSWORD\b/);
-      return true;
-    });
-    assert.equal(users.countUsers(), 0);
-  } finally {
-    db.close();
-  }
-});
-
-test('config: a stored secret that is not at least 32 bytes of hex stops start-up naming TOKEN_SECRET', () => {
-  const folder = mkdtempSync(join(tmpdir(), 'campaigns-secret-'));
-  try {
-    for (const stored of ['z'.repeat(64), 'ab'.repeat(31), '']) {
-      const databasePath = join(folder, 'x.db');
-      writeFileSync(`${databasePath}.secret`, stored);
-      assert.throws(() => loadConfig({ DATABASE_PATH: databasePath }), (error: unknown) => {
-        return error instanceof ConfigError && error.message.startsWith('TOKEN_SECRET:');
-      });
-    }
-  } finally {
-    rmSync(folder, { recursive: true, force: true });
   }
 });
 

@@ -49,6 +49,8 @@ export interface TestService {
   config: Config;
   clock: TestClock;
   logLines: Record<string, unknown>[];
+  /** Resolves with the first log line (already written or still to come) that `matches`. */
+  waitForLog(matches: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
   request<T = any>(method: string, path: string, options?: RequestOptions): Promise<Reply<T>>;
   /** Creates a user directly in the database (password PASSWORD) and returns it. */
   createUser(role: Role, email?: string): Promise<User>;
@@ -73,7 +75,27 @@ export async function startService(options: { env?: Record<string, string>; cloc
   const clock = options.clock ?? new TestClock();
   const db = openDatabase(config.databasePath);
   const logLines: Record<string, unknown>[] = [];
-  const logger = createLogger(config.logLevel, (line) => logLines.push(JSON.parse(line) as Record<string, unknown>), clock.now);
+  const logWaiters = new Set<(line: Record<string, unknown>) => void>();
+  const logger = createLogger(
+    config.logLevel,
+    (text) => {
+      const line = JSON.parse(text) as Record<string, unknown>;
+      logLines.push(line);
+      for (const waiter of logWaiters) waiter(line);
+    },
+    clock.now,
+  );
+  const waitForLog = (matches: (line: Record<string, unknown>) => boolean) =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      const found = logLines.find(matches);
+      if (found) return resolve(found);
+      const waiter = (line: Record<string, unknown>) => {
+        if (!matches(line)) return;
+        logWaiters.delete(waiter);
+        resolve(line);
+      };
+      logWaiters.add(waiter);
+    });
   const app = createApp({ db, config, clock: clock.now, logger, fetch: options.fetch });
   const server: Server = createServer(app.listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -116,6 +138,7 @@ export async function startService(options: { env?: Record<string, string>; cloc
     config,
     clock,
     logLines,
+    waitForLog,
     request,
     createUser,
     signIn,

@@ -6,7 +6,6 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
@@ -27,12 +26,18 @@ before(async () => {
 });
 after(() => service.close());
 
-/** The request log lines written for one trace id; waits for the first one (it is written when the response closes). */
+/**
+ * The request log lines written for one trace id. Waits for the first (it is written when the response closes),
+ * then for the line of one more request on a fresh connection: any second line for the trace id would be written
+ * before it.
+ */
 async function requestLogLines(target: TestService, traceId: string): Promise<Record<string, unknown>[]> {
-  const matching = () => target.logLines.filter((line) => line.msg === 'request' && line.traceId === traceId);
-  for (let i = 0; i < 100 && matching().length === 0; i++) await sleep(10);
-  await sleep(30); // a second line, if any, would have been written by now
-  return matching();
+  const isRequest = (id: string) => (line: Record<string, unknown>) => line.msg === 'request' && line.traceId === id;
+  await target.waitForLog(isRequest(traceId));
+  const marker = `after-${traceId}`.slice(0, 128);
+  await target.request('GET', '/health', { headers: { 'x-request-id': marker, connection: 'close' } });
+  await target.waitForLog(isRequest(marker));
+  return target.logLines.filter(isRequest(traceId));
 }
 
 /** Sends a request with node:http, the body written in chunks without a Content-Length (chunked encoding). */
@@ -550,7 +555,7 @@ test('a client that hangs up in the middle of its body is not logged as a server
     hangUp: true,
     waitMs: 300,
   });
-  await sleep(200);
+  await service.waitForLog((line) => line.msg === 'request' && line.status === 499 && service.logLines.indexOf(line) >= before);
   const lines = service.logLines.slice(before);
   assert.equal(lines.filter((line) => line.level === 'error').length, 0, JSON.stringify(lines));
   assert.equal(lines.filter((line) => line.msg === 'request' && line.status === 499).length, 1, JSON.stringify(lines));

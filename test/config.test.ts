@@ -1,0 +1,94 @@
+// Configuration from environment variables (product.md section 1): each bad value names its variable.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+const SECRET = 's'.repeat(32);
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'campaigns-db-test-'));
+  dirs.push(dir);
+  return dir;
+}
+after(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function assertConfigError(env: Record<string, string>, variable: string): void {
+  const dir = tempDir();
+  assert.throws(
+    () => loadConfig({ DATABASE_PATH: join(dir, 'config.db'), TOKEN_SECRET: SECRET, ...env }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+      assert.match(error.message, new RegExp(`^${variable}\\b`), error.message);
+      return true;
+    },
+  );
+}
+
+test('config: PORT that is not a number is a ConfigError naming PORT', () => {
+  assertConfigError({ PORT: 'abc' }, 'PORT');
+  assertConfigError({ PORT: '65536' }, 'PORT');
+});
+
+test('config: an unknown LOG_LEVEL is a ConfigError naming LOG_LEVEL', () => {
+  assertConfigError({ LOG_LEVEL: 'loud' }, 'LOG_LEVEL');
+});
+
+test('config: a TOKEN_SECRET shorter than 32 bytes is a ConfigError naming TOKEN_SECRET', () => {
+  assertConfigError({ TOKEN_SECRET: 'x'.repeat(31) }, 'TOKEN_SECRET');
+  assert.equal(loadConfig({ DATABASE_PATH: join(tempDir(), 'ok.db'), TOKEN_SECRET: 'x'.repeat(32) }).tokenSecret.length, 32);
+});
+
+test('config: ACCESS_TOKEN_TTL of 0 is a ConfigError naming ACCESS_TOKEN_TTL', () => {
+  assertConfigError({ ACCESS_TOKEN_TTL: '0' }, 'ACCESS_TOKEN_TTL');
+});
+
+test('config: the defaults are those of the product decisions', () => {
+  const config = loadConfig({ DATABASE_PATH: join(tempDir(), 'defaults.db'), TOKEN_SECRET: SECRET });
+  assert.equal(config.port, 3000);
+  assert.equal(config.host, '127.0.0.1');
+  assert.equal(config.accessTokenTtlSeconds, 900);
+  assert.equal(config.refreshTokenTtlSeconds, 604_800);
+  assert.equal(config.logLevel, 'info');
+  assert.deepEqual(config.corsOrigins, []);
+  assert.equal(config.llm.provider, 'local');
+});
+
+test('config: without TOKEN_SECRET a secret is created beside the database with mode 0600 and reused', () => {
+  const databasePath = join(tempDir(), 'nested', 'folder', 'campaigns.db');
+  const secretFile = `${databasePath}.secret`;
+  assert.equal(existsSync(secretFile), false);
+
+  const first = loadConfig({ DATABASE_PATH: databasePath });
+  assert.ok(existsSync(secretFile), 'the secret file was not created');
+  assert.equal(statSync(secretFile).mode & 0o777, 0o600);
+  assert.ok(first.tokenSecret.length >= 32, `secret of ${first.tokenSecret.length} bytes`);
+
+  const second = loadConfig({ DATABASE_PATH: databasePath });
+  assert.ok(second.tokenSecret.equals(first.tokenSecret), 'a second start uses another secret');
+  assert.equal(statSync(secretFile).mode & 0o777, 0o600);
+
+  const elsewhere = loadConfig({ DATABASE_PATH: join(tempDir(), 'other.db') });
+  assert.ok(!elsewhere.tokenSecret.equals(first.tokenSecret), 'two databases share a secret');
+});
+
+
+test('config: a stored secret that is not at least 32 bytes of hex stops start-up naming TOKEN_SECRET', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'campaigns-secret-'));
+  try {
+    for (const stored of ['z'.repeat(64), 'ab'.repeat(31), '']) {
+      const databasePath = join(folder, 'x.db');
+      writeFileSync(`${databasePath}.secret`, stored);
+      assert.throws(() => loadConfig({ DATABASE_PATH: databasePath }), (error: unknown) => {
+        return error instanceof ConfigError && error.message.startsWith('TOKEN_SECRET:');
+      });
+    }
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+});

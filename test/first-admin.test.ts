@@ -1,0 +1,116 @@
+// The first admin, created on the first start of an empty database (product.md section 1).
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { ConfigError } from '../src/config.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { createUserRepository } from '../src/db/users.ts';
+import { verifyPassword } from '../src/domain/passwords.ts';
+import { ensureFirstAdmin } from '../src/first-admin.ts';
+
+const NO_ADMIN = { email: undefined, password: undefined, name: undefined };
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'campaigns-admin-test-'));
+  dirs.push(dir);
+  return dir;
+}
+after(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function emptyUsers() {
+  const db = openDatabase(join(tempDir(), 'first-admin.db'));
+  return { db, users: createUserRepository(db) };
+}
+
+test('first start without ADMIN_* creates admin@example.com with a generated password announced once', async () => {
+  const { db, users } = emptyUsers();
+  try {
+    const announced: string[] = [];
+    const now = new Date('2026-11-20T12:00:00.000Z');
+    await ensureFirstAdmin(users, NO_ADMIN, now, (text) => announced.push(text));
+
+    const all = users.listUsers();
+    assert.equal(all.length, 1);
+    const [admin] = all;
+    assert.deepEqual({ ...admin, id: undefined }, {
+      id: undefined,
+      fullName: 'Administrator',
+      email: 'admin@example.com',
+      role: 'admin',
+      isActive: true,
+      createdAt: now.toISOString(),
+    });
+    assert.equal(announced.length, 1);
+    assert.match(announced[0]!, /admin@example\.com/);
+    const password = /password (\S+)/.exec(announced[0]!)?.[1];
+    assert.ok(password, `no password in: ${announced[0]}`);
+    assert.ok(password.length >= 8);
+    const stored = users.findCredentials('admin@example.com');
+    assert.ok(stored);
+    assert.equal(await verifyPassword(password, stored.passwordHash), true, 'the announced password does not match');
+  } finally {
+    db.close();
+  }
+});
+
+test('first start with ADMIN_EMAIL / ADMIN_PASSWORD / ADMIN_NAME creates that admin and never prints the password', async () => {
+  const { db, users } = emptyUsers();
+  try {
+    const announced: string[] = [];
+    const password = 'chosen admin password';
+    await ensureFirstAdmin(users, { email: ' Boss@Example.COM ', password, name: 'The Boss' }, new Date(), (text) => announced.push(text));
+
+    const all = users.listUsers();
+    assert.equal(all.length, 1);
+    assert.equal(all[0]!.email, 'boss@example.com');
+    assert.equal(all[0]!.fullName, 'The Boss');
+    assert.equal(all[0]!.role, 'admin');
+    assert.equal(all[0]!.isActive, true);
+    assert.ok(announced.every((text) => !text.includes(password)), `the password was announced: ${announced.join('')}`);
+    const stored = users.findCredentials('boss@example.com');
+    assert.ok(stored);
+    assert.equal(await verifyPassword(password, stored.passwordHash), true);
+  } finally {
+    db.close();
+  }
+});
+
+test('first start does nothing when users exist', async () => {
+  const { db, users } = emptyUsers();
+  try {
+    const existing = users.insertUser({ email: 'someone@example.com', fullName: 'Someone', role: 'lifecycle_marketer', passwordHash: 'x' }, new Date());
+    const announced: string[] = [];
+    await ensureFirstAdmin(users, NO_ADMIN, new Date(), (text) => announced.push(text));
+    await ensureFirstAdmin(users, { email: 'boss@example.com', password: 'chosen admin password', name: 'Boss' }, new Date(), (text) =>
+      announced.push(text),
+    );
+    assert.deepEqual(users.listUsers(), [existing]);
+    assert.deepEqual(announced, []);
+  } finally {
+    db.close();
+  }
+});
+
+test('first start with a bad ADMIN_EMAIL or ADMIN_PASSWORD is a ConfigError naming it, and creates nobody', async () => {
+  const { db, users } = emptyUsers();
+  try {
+    await assert.rejects(ensureFirstAdmin(users, { ...NO_ADMIN, email: 'not-an-email' }, new Date(), () => {}), (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, /^ADMIN_EMAIL\b/);
+      return true;
+    });
+    await assert.rejects(ensureFirstAdmin(users, { ...NO_ADMIN, password: 'short' }, new Date(), () => {}), (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, /^ADMIN_PASSWORD\b/);
+      return true;
+    });
+    assert.equal(users.countUsers(), 0);
+  } finally {
+    db.close();
+  }
+});
