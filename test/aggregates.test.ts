@@ -6,6 +6,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { prng } from '../scripts/synthetic-customers.ts';
 import type { Customer, CustomerStatus } from '../src/domain/customers.ts';
 import { assertProblem, startService, type TestService } from './helpers.ts';
+import { customerRow, importRows } from './support/customers.ts';
 
 const NOW = '2026-11-20T12:00:00.000Z';
 const DAY_MS = 86_400_000;
@@ -15,21 +16,9 @@ const ENV = { ACCESS_TOKEN_TTL: '86400' };
 type Status = CustomerStatus;
 type Row = Omit<Customer, 'id'>;
 
-let seq = 0;
-
 /** A valid customer row with a unique email. */
 function row(status: Status, totalAmountSpent: number, lastActivityDate: string, extra: Partial<Row> = {}): Row {
-  seq++;
-  return {
-    name: `Agg Customer ${seq}`,
-    email: `agg${seq}@aggregates.test`,
-    country: 'France',
-    totalTransactions: 1,
-    totalAmountSpent,
-    lastActivityDate,
-    status,
-    ...extra,
-  };
+  return customerRow({ status, totalAmountSpent, lastActivityDate, ...extra });
 }
 
 /** The ISO instant `days` days (and `ms` milliseconds) before NOW. */
@@ -79,11 +68,7 @@ describe('customer aggregates over hand-built bases', () => {
   const top = (limit?: number) => get(`/v1/customers/top${limit === undefined ? '' : `?limit=${limit}`}`);
 
   /** Imports the rows through HTTP; all must be stored. */
-  const seed = async (rows: Row[]) => {
-    const reply = await service.request('POST', '/v1/customers/import', { token, body: { customers: rows } });
-    assert.equal(reply.status, 200, reply.text);
-    assert.deepEqual(reply.body, { imported: rows.length, skipped: 0, failures: [] });
-  };
+  const seed = (rows: Row[]) => importRows(service, token, rows);
   const idOf = async (email: string): Promise<string> => {
     const reply = await service.request('GET', `/v1/customers?search=${encodeURIComponent(email)}`, { token });
     assert.equal(reply.body.total, 1, reply.text);

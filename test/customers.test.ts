@@ -3,41 +3,25 @@
 // 2026-11-20T12:00:00.000Z, so "one day in the future" ends at 2026-11-21T12:00:00.000Z.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Customer, CustomerStatus } from '../src/domain/customers.ts';
+import type { Customer } from '../src/domain/customers.ts';
 import { assertProblem, startService, type Reply, type TestService } from './helpers.ts';
+import { createCustomer, customerRow } from './support/customers.ts';
 
 const CUSTOMER_KEYS = ['country', 'email', 'id', 'lastActivityDate', 'name', 'status', 'totalAmountSpent', 'totalTransactions'];
 const ALL_FIELDS = ['name', 'email', 'country', 'totalTransactions', 'totalAmountSpent', 'lastActivityDate', 'status'];
 
-type Status = CustomerStatus;
 type CustomerBody = Omit<Customer, 'id'>;
 
-let emailCounter = 0;
-
-/** A valid create body with a unique email; `overrides` replace fields. */
+/** A valid create body with a unique email; `overrides` replace fields (or add invalid ones). */
 function body(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  emailCounter++;
-  return {
-    name: `Customer ${emailCounter}`,
-    email: `customer${emailCounter}@shop.example.com`,
-    country: 'France',
-    totalTransactions: 3,
-    totalAmountSpent: 120.5,
-    lastActivityDate: '2026-10-01T09:30:00.000Z',
-    status: 'active',
-    ...overrides,
-  };
+  return { ...customerRow({ totalTransactions: 3, totalAmountSpent: 120.5, lastActivityDate: '2026-10-01T09:30:00.000Z' }), ...overrides };
 }
 
 function qs(params: Record<string, string | number>): string {
   return `?${new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString()}`;
 }
 
-async function create(service: TestService, token: string, fields: Record<string, unknown>): Promise<Customer> {
-  const reply = await service.request('POST', '/v1/customers', { token, body: fields });
-  assert.equal(reply.status, 200, reply.text);
-  return reply.body as Customer;
-}
+const create = createCustomer;
 
 async function total(service: TestService, token: string): Promise<number> {
   const reply = await service.request('GET', '/v1/customers', { token });

@@ -10,6 +10,7 @@ import type { Customer } from '../src/domain/customers.ts';
 import type { Condition, NumericOperator } from '../src/domain/segments.ts';
 import { prng } from '../scripts/synthetic-customers.ts';
 import { assertProblem, startService, type TestService } from './helpers.ts';
+import { createCustomer as createShared, customerRow, importRows } from './support/customers.ts';
 
 const NOW = '2026-11-20T12:00:00.000Z';
 const NOW_MS = Date.parse(NOW);
@@ -32,33 +33,13 @@ const days = (operator: Operator, value: number): Condition => ({ field: 'lastAc
 
 type Row = Omit<Customer, 'id'>;
 
-let emailCounter = 0;
-
-/** A valid customer body with a unique email. */
+/** A valid customer body with a unique email, in a country no condition names unless a test sets one. */
 function row(fields: Partial<Row> = {}): Row {
-  emailCounter++;
-  return {
-    name: `Segment Customer ${emailCounter}`,
-    email: `segment.customer${emailCounter}@shop.example.com`,
-    country: 'Nowhere',
-    totalTransactions: 1,
-    totalAmountSpent: 1,
-    lastActivityDate: '2026-11-01T00:00:00.000Z',
-    status: 'active',
-    ...fields,
-  };
+  return customerRow({ country: 'Nowhere', totalAmountSpent: 1, ...fields });
 }
 
 async function createCustomer(service: TestService, token: string, fields: Partial<Row>): Promise<string> {
-  const reply = await service.request('POST', '/v1/customers', { token, body: row(fields) });
-  assert.equal(reply.status, 200, reply.text);
-  return reply.body.id as string;
-}
-
-async function importRows(service: TestService, token: string, rows: Row[]): Promise<void> {
-  const reply = await service.request('POST', '/v1/customers/import', { token, body: { customers: rows } });
-  assert.equal(reply.status, 200, reply.text);
-  assert.deepEqual(reply.body, { imported: rows.length, skipped: 0, failures: [] });
+  return (await createShared(service, token, row(fields))).id;
 }
 
 /** Previews the conditions and returns matchCount, checking the reply is exactly `{ matchCount: <integer> }`. */
