@@ -51,7 +51,15 @@ export async function startService(config: Config): Promise<RunningService> {
   }
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  logger.info('listening', { url, database: config.databasePath, llmProvider: config.llm.provider });
+  const { provider, model, baseUrl } = config.llm;
+  logger.info('listening', {
+    url,
+    database: config.databasePath,
+    llmProvider: provider,
+    llmModel: provider === 'local' ? 'local' : model,
+    // Never the key; and a base URL carrying credentials is shown without them.
+    ...(provider === 'local' || !baseUrl ? {} : { llmBaseUrl: baseUrl.replace(/\/\/[^/@]*@/, '//') }),
+  });
 
   const stop = async (graceMs = 10_000) => {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));

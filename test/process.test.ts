@@ -13,6 +13,7 @@ interface Started {
   child: ChildProcessWithoutNullStreams;
   url: string;
   stderr: () => string;
+  stdout: () => string;
   exited: Promise<number | null>;
 }
 
@@ -26,8 +27,8 @@ async function start(env: Record<string, string>): Promise<Started> {
   let err = '';
   child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let out = '';
   const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
     child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       const match = /"msg":"listening","url":"([^"]+)"/.exec(out);
@@ -35,7 +36,7 @@ async function start(env: Record<string, string>): Promise<Started> {
     });
     void exited.then((code) => reject(new Error(`exited with ${code}: ${err}`)));
   });
-  return { child, url, stderr: () => err, exited };
+  return { child, url, stderr: () => err, stdout: () => out, exited };
 }
 
 test('first start prints the generated admin password once, and it signs in', async () => {
@@ -131,4 +132,21 @@ test('a busy port stops npm run demo the same way', async () => {
   } finally {
     await busy.release();
   }
+});
+
+test('the start-up log line names the model provider and model, never the key', async () => {
+  const service = await start({
+    DATABASE_PATH: join(dir, 'provider.db'),
+    LLM_PROVIDER: 'openai',
+    LLM_BASE_URL: 'http://user:hunter2@127.0.0.1:9/v1',
+    LLM_MODEL: 'gpt-test-mini',
+    LLM_API_KEY: 'sk-very-secret-key',
+  });
+  service.child.kill('SIGTERM');
+  await service.exited;
+  const listening = JSON.parse(service.stdout().split('\n').find((line) => line.includes('"msg":"listening"'))!) as Record<string, unknown>;
+  assert.equal(listening.llmProvider, 'openai');
+  assert.equal(listening.llmModel, 'gpt-test-mini');
+  assert.equal(listening.llmBaseUrl, 'http://127.0.0.1:9/v1');
+  assert.doesNotMatch(service.stdout() + service.stderr(), /sk-very-secret-key|hunter2/);
 });
