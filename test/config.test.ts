@@ -3,20 +3,12 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
+import { tempDir } from './support/temp-dir.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 
 const SECRET = 's'.repeat(32);
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'campaigns-db-test-'));
-  dirs.push(dir);
-  return dir;
-}
-after(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
 
 function assertConfigError(env: Record<string, string>, variable: string): void {
   const dir = tempDir();

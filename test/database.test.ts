@@ -4,7 +4,8 @@ import Database from 'better-sqlite3';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
+import { tempDir } from './support/temp-dir.ts';
 import { AudienceIndex } from '../src/db/audience-index.ts';
 import { createCustomerRepository } from '../src/db/customers.ts';
 import { openDatabase, SCHEMA_VERSION } from '../src/db/database.ts';
@@ -15,15 +16,6 @@ const ROOT = new URL('..', import.meta.url);
 const SCHEMA_V1 = readFileSync(new URL('test/fixtures/schema-v1.sql', ROOT), 'utf8');
 const CURRENT_SCHEMA = readFileSync(new URL('schema.sql', ROOT), 'utf8');
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'campaigns-db-test-'));
-  dirs.push(dir);
-  return dir;
-}
-after(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
 
 /** Names of the tables and indexes schema.sql declares. */
 function declared(sql: string, kind: 'TABLE' | 'INDEX'): string[] {

@@ -1,9 +1,8 @@
 // The first admin, created on the first start of an empty database (product.md section 1).
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
+import { tempDir } from './support/temp-dir.ts';
 import { ConfigError } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { createUserRepository } from '../src/db/users.ts';
@@ -12,15 +11,6 @@ import { ensureFirstAdmin } from '../src/first-admin.ts';
 
 const NO_ADMIN = { email: undefined, password: undefined, name: undefined };
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'campaigns-admin-test-'));
-  dirs.push(dir);
-  return dir;
-}
-after(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
 
 function emptyUsers() {
   const db = openDatabase(join(tempDir(), 'first-admin.db'));
