@@ -39,21 +39,24 @@ let customerCounter = 0;
 
 /** Creates `count` customers in `country` (active, recent) so a segment on that country has exactly that size. */
 export async function createCustomers(service: TestService, token: string, country: string, count: number): Promise<void> {
-  const customers = Array.from({ length: count }, () => {
-    customerCounter++;
-    return {
-      name: `Campaign Customer ${customerCounter}`,
-      email: `campaign.customer${customerCounter}@shop.example.com`,
-      country,
-      totalTransactions: 3,
-      totalAmountSpent: 120,
-      lastActivityDate: '2026-11-01T00:00:00.000Z',
-      status: 'active',
-    };
-  });
-  const reply = await service.request('POST', '/v1/customers/import', { token, body: { customers } });
-  assert.equal(reply.status, 200, reply.text);
-  assert.equal(reply.body.imported, count, reply.text);
+  // An import takes at most 1000 rows.
+  for (let done = 0; done < count; done += 1000) {
+    const customers = Array.from({ length: Math.min(1000, count - done) }, () => {
+      customerCounter++;
+      return {
+        name: `Campaign Customer ${customerCounter}`,
+        email: `campaign.customer${customerCounter}@shop.example.com`,
+        country,
+        totalTransactions: 3,
+        totalAmountSpent: 120,
+        lastActivityDate: '2026-11-01T00:00:00.000Z',
+        status: 'active',
+      };
+    });
+    const reply = await service.request('POST', '/v1/customers/import', { token, body: { customers } });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.imported, customers.length, reply.text);
+  }
 }
 
 /** Saves a segment and returns it (`id`, `name`, `conditions`, `matchCount`, ...). */
@@ -149,18 +152,14 @@ export interface WithProvider {
   token: string;
   userId: string;
   segment: { id: string; name: string; matchCount: number };
+  close(): Promise<void>;
 }
 
 /**
  * Starts a fake provider and a service pointed at it (backoff jitter 0, so retries do not wait unless the provider
- * demands it), with a marketer and a segment of 3 customers; both close when the test ends.
+ * demands it), with a marketer and a segment of 3 customers. An unscripted provider request gets a 500.
  */
-export async function withProvider(
-  t: TestContext,
-  provider: 'openai' | 'anthropic',
-  env: Record<string, string> = {},
-  options: StartOptions = {},
-): Promise<WithProvider> {
+export async function startWithProvider(provider: 'openai' | 'anthropic', env: Record<string, string> = {}, options: StartOptions = {}): Promise<WithProvider> {
   const fake = await startFakeProvider();
   fake.defaultReply = { status: 500, body: { error: { message: 'unscripted request' } } };
   const service = await startService({
@@ -177,14 +176,21 @@ export async function withProvider(
       ...env,
     },
   });
-  t.after(async () => {
-    await service.close();
-    await fake.close();
-  });
   const user = await service.createUser('lifecycle_marketer');
   const token = (await service.signIn(user.email)).accessToken;
   const segment = await audienceOf(service, token, 3, `Fakeland ${provider}`);
-  return { service, fake, token, userId: user.id, segment };
+  const close = async () => {
+    await service.close();
+    await fake.close();
+  };
+  return { service, fake, token, userId: user.id, segment, close };
+}
+
+/** `startWithProvider` for one test: both servers close when it ends. */
+export async function withProvider(t: TestContext, provider: 'openai' | 'anthropic', env: Record<string, string> = {}, options: StartOptions = {}): Promise<WithProvider> {
+  const setup = await startWithProvider(provider, env, options);
+  t.after(setup.close);
+  return setup;
 }
 
 /** The text of the prompt the provider received (system and every message), whatever the wire format. */
