@@ -102,6 +102,21 @@ describe('over-long model output is cut at word boundaries within the channel li
     assert.deepEqual([campaign.title, campaign.message, campaign.callToAction], ['We miss you', 'Come back for 20% off. Shop now', 'Shop now']);
   });
 
+  test('a cut without a word boundary never splits an emoji: the part stays well-formed and within the limit', async () => {
+    // "Hi " then 35 two-unit emoji: 73 UTF-16 units, no space in the second half, so the cut is a hard one.
+    setup.fake.enqueue(copyReply({ title: `Hi ${'🎉'.repeat(35)}`, message: 'Come back for 20% off.', callToAction: 'Shop now' }));
+    const campaign = await generateOk(setup.service, setup.token, briefFor(setup.segment.id, { channel: 'sms' }));
+    assert.equal(campaign.title, `Hi ${'🎉'.repeat(28)}`);
+    assert.doesNotMatch(campaign.title, /\uFFFD|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/);
+  });
+
+  test('a part of nothing but dashes beyond the limit still gives a non-empty part within the limit, not a 500', async () => {
+    setup.fake.enqueue(copyReply({ title: '-'.repeat(70), message: 'Come back for 20% off.', callToAction: '—'.repeat(50) }));
+    const campaign = await generateOk(setup.service, setup.token, briefFor(setup.segment.id, { channel: 'sms' }));
+    assert.equal(campaign.title, '-'.repeat(60));
+    assert.equal(campaign.callToAction, '—'.repeat(40));
+  });
+
   test('the anthropic wire format is cut the same way', async () => {
     const anthropic = await startWithProvider('anthropic');
     try {
