@@ -157,6 +157,14 @@ describe('local generator', () => {
     });
   }
 
+  test('an objective of nothing but punctuation still gives three non-empty parts in every channel and tone', async () => {
+    for (const objective of ['...........', '!?!?!?!?!?!?']) {
+      for (const channel of CHANNELS) {
+        for (const tone of TONES) assertWithinLimits(await generateOk(service, token, briefFor(segment.id, { channel, tone, objective })), channel);
+      }
+    }
+  });
+
   test('is deterministic: the same request gives the same title, message and call to action', async () => {
     for (const channel of CHANNELS) {
       const body = briefFor(segment.id, { channel, tone: 'urgent', objective: LONG_OBJECTIVE });
