@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { assertProblem, startService, type TestService } from './helpers.ts';
 import { audienceOf, briefFor, campaignTotal, copyReply, generate, GOOD_COPY, NO_RATE_LIMIT, withProvider } from './support/campaigns.ts';
+import { startFakeProvider } from './support/fake-provider.ts';
 
 let keyCounter = 0;
 const newKey = () => `key-${++keyCounter}-${Date.now()}`;
@@ -232,6 +233,50 @@ describe('Idempotency-Key across a restart', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  test('a key still running in a process that went away is taken over by the next one, and its late release removes nothing', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'campaigns-restart-'));
+    const fake = await startFakeProvider();
+    const databasePath = join(dir, 'restart.db');
+    const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: 'test-model', LLM_TIMEOUT_MS: '60000' };
+    // Two processes on one database file: to the second, the first's running marker is one nobody will finish.
+    const gone = await startService({ databasePath, env });
+    const next = await startService({ databasePath, env });
+    t.after(async () => {
+      await next.close();
+      await gone.close();
+      await fake.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const key = newKey();
+    const user = await gone.createUser('lifecycle_marketer');
+    const token = (await gone.signIn(user.email)).accessToken;
+    const segmentId = (await audienceOf(gone, token, 1)).id;
+    fake.enqueue({ hang: true }, copyReply(GOOD_COPY));
+    const client = new AbortController();
+    const stuck = fetch(`${gone.url}/v1/campaigns/generate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify(briefFor(segmentId)),
+      signal: client.signal,
+    }).catch((error: unknown) => error);
+    await fake.waitForRequests(1); // the first process holds the key and is stuck in the model call
+
+    const taken = await generate(next, token, briefFor(segmentId), key);
+    assert.equal(taken.status, 200, taken.text);
+    assert.equal(taken.headers.get('idempotency-replayed'), null);
+
+    // The stuck request ends at last: its process releases the key it no longer holds.
+    client.abort();
+    assert.ok((await stuck) instanceof Error);
+    await fake.waitForAborts(1);
+    for (const service of [next, gone]) {
+      const replay = await generate(service, token, briefFor(segmentId), key);
+      assert.equal(replay.headers.get('idempotency-replayed'), 'true', replay.text);
+      assert.equal(replay.text, taken.text);
+    }
+    assert.equal(fake.requests.length, 2);
   });
 });
 
