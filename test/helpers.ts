@@ -12,6 +12,7 @@ import { createUserRepository, type User } from '../src/db/users.ts';
 import type { Role } from '../src/domain/auth-user.ts';
 import { hashPassword } from '../src/domain/passwords.ts';
 import { createLogger } from '../src/http/logger.ts';
+import type { Sleep } from '../src/llm/sleep.ts';
 
 export const PASSWORD = 'correct horse battery';
 let passwordHash: Promise<string> | undefined;
@@ -63,11 +64,22 @@ export interface TestService {
 
 let userCounter = 0;
 
-/** Starts the service on a free port with a fresh database; `env` adds configuration variables. */
-export async function startService(options: { env?: Record<string, string>; clock?: TestClock; fetch?: typeof fetch } = {}): Promise<TestService> {
-  const dir = mkdtempSync(join(tmpdir(), 'campaigns-test-'));
+export interface StartOptions {
+  env?: Record<string, string>;
+  clock?: TestClock;
+  fetch?: typeof fetch;
+  /** The model layer's waits and jitter (AppDeps `sleep` and `random`). */
+  sleep?: Sleep;
+  random?: () => number;
+  /** An existing database file to open, as after a restart; the caller owns it and removes it. */
+  databasePath?: string;
+}
+
+/** Starts the service on a free port with a fresh database (or `databasePath`); `env` adds configuration variables. */
+export async function startService(options: StartOptions = {}): Promise<TestService> {
+  const dir = options.databasePath === undefined ? mkdtempSync(join(tmpdir(), 'campaigns-test-')) : undefined;
   const config = loadConfig({
-    DATABASE_PATH: join(dir, 'test.db'),
+    DATABASE_PATH: options.databasePath ?? join(dir!, 'test.db'),
     TOKEN_SECRET: 'test-secret-that-is-at-least-32-bytes-long',
     LOG_LEVEL: 'info',
     ...options.env,
@@ -96,7 +108,7 @@ export async function startService(options: { env?: Record<string, string>; cloc
       };
       logWaiters.add(waiter);
     });
-  const app = createApp({ db, config, clock: clock.now, logger, fetch: options.fetch });
+  const app = createApp({ db, config, clock: clock.now, logger, fetch: options.fetch, sleep: options.sleep, random: options.random });
   const server: Server = createServer(app.listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -150,7 +162,7 @@ export async function startService(options: { env?: Record<string, string>; cloc
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       db.close();
-      rmSync(dir, { recursive: true, force: true });
+      if (dir) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

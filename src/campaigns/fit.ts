@@ -15,14 +15,21 @@ export function cleanText(text: string, keepLines = false): string {
 
 /**
  * Returns the text cut to at most `max` characters at the last word boundary that keeps at least half of it
- * (a hard cut otherwise), without dangling punctuation.
+ * (a hard cut otherwise), without dangling punctuation unless nothing else would be left.
  */
 export function cutAtWord(text: string, max: number): string {
   if (text.length <= max) return text;
   const head = text.slice(0, max + 1);
   const boundary = Math.max(head.lastIndexOf(' '), head.lastIndexOf('\n'));
-  const cut = boundary >= max / 2 ? head.slice(0, boundary) : text.slice(0, max);
-  return cut.replace(/[\s,;:(\-–—]+$/u, '');
+  const cut = boundary >= max / 2 ? head.slice(0, boundary) : hardCut(text, max);
+  // A part made only of dashes and commas would otherwise come out empty, which no campaign may have.
+  return cut.replace(/[\s,;:(\-–—]+$/u, '') || hardCut(text, max).trimEnd();
+}
+
+/** The first `max` UTF-16 units, one fewer where the cut would split a surrogate pair (an emoji) in two. */
+function hardCut(text: string, max: number): string {
+  const last = text.charCodeAt(max - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
 }
 
 function containsCta(message: string, cta: string): boolean {

@@ -60,7 +60,9 @@ function lowerFirst(text: string): string {
 function topicOf(objective: string): string {
   const text = cleanText(objective);
   const first = /^(.+?[.!?])(\s|$)/.exec(text)?.[1] ?? text;
-  return upperFirst(cutAtWord(first, 160).replace(/[.!?]+$/, ''));
+  const topic = cutAtWord(first, 160).replace(/[.!?]+$/, '');
+  // An objective of nothing but punctuation is still the objective: an empty topic would leave the title empty.
+  return upperFirst(topic || cutAtWord(text, 160));
 }
 
 function audienceLine(brief: Brief): string {
