@@ -22,7 +22,7 @@ const copyOf = (c: { title: string; message: string; callToAction: string }) => 
 /** GOOD_COPY as stored for an email (nothing appended to the message). */
 const EMAIL = { channel: 'email' } as const;
 
-describe('reply repair (openai: the reply is text)', () => {
+describe('reply repair of a text reply (openai; anthropic answering in text instead of the tool)', () => {
   const json = JSON.stringify(GOOD_COPY);
   const cases: [string, string][] = [
     ['JSON in a ```json code fence', `\`\`\`json\n${json}\n\`\`\``],
@@ -33,14 +33,16 @@ describe('reply repair (openai: the reply is text)', () => {
     ['cta for callToAction', JSON.stringify({ title: GOOD_COPY.title, message: GOOD_COPY.message, cta: GOOD_COPY.callToAction })],
     ['the object wrapped as { "campaign": { ... } }', JSON.stringify({ campaign: GOOD_COPY })],
   ];
-  for (const [name, text] of cases) {
-    test(`${name} is repaired with one provider request`, async (t) => {
-      const { service, fake, token, segment } = await withProvider(t, 'openai');
-      fake.enqueue({ text });
-      const campaign = await generateOk(service, token, briefFor(segment.id, EMAIL));
-      assert.deepEqual(copyOf(campaign), GOOD_COPY);
-      assert.equal(fake.requests.length, 1);
-    });
+  for (const provider of PROVIDERS) {
+    for (const [name, text] of cases) {
+      test(`${provider}: ${name} is repaired with one provider request`, async (t) => {
+        const { service, fake, token, segment } = await withProvider(t, provider);
+        fake.enqueue({ text });
+        const campaign = await generateOk(service, token, briefFor(segment.id, EMAIL));
+        assert.deepEqual(copyOf(campaign), GOOD_COPY);
+        assert.equal(fake.requests.length, 1);
+      });
+    }
   }
 });
 

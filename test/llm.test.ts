@@ -207,12 +207,12 @@ describe('anthropic wire format', () => {
     assert.deepEqual(body.tool_choice, { type: 'tool', name: 'campaign' });
   });
 
-  test('a text reply joins the text blocks; a JSON request answered without the tool is llm_error', async (t) => {
+  test('a text reply joins the text blocks; a JSON request answered with text instead of the tool returns the text, for the feature to repair', async (t) => {
     const { fake, model } = await setup(t, ANTHROPIC);
     fake.enqueue({ status: 200, body: { content: [{ type: 'text', text: 'Hello, ' }, { type: 'text', text: 'world' }] } });
     assert.equal(await model.complete(request()), 'Hello, world');
     fake.enqueue({ text: 'I would rather not use the tool.' });
-    await assertAppError(model.complete(request({ json: { name: 'campaign', schema: SCHEMA } })), 'llm_error');
+    assert.equal(await model.complete(request({ json: { name: 'campaign', schema: SCHEMA } })), 'I would rather not use the tool.');
     fake.enqueue({ status: 200, body: { type: 'message' } });
     await assertAppError(model.complete(request()), 'llm_error');
   });

@@ -68,10 +68,11 @@ function requestBody(settings: AnthropicSettings, request: ModelRequest, stream:
   };
 }
 
+/** The forced tool's input as JSON text; a reply in text instead is returned as text, for the feature to repair. */
 function toolInput(content: unknown[]): string {
   const block = content.find((b) => at(b, 'type') === 'tool_use');
   const input = at(block, 'input');
-  if (typeof input !== 'object' || input === null) throw new AppError('llm_error', 'The model provider replied without the requested object.');
+  if (typeof input !== 'object' || input === null) return joinedText(content);
   // The object's strings are model output like any other text.
   return JSON.stringify(input, (_key, value: unknown) => (typeof value === 'string' ? stripControlCharacters(value) : value));
 }
