@@ -1,0 +1,502 @@
+// The model providers against a fake provider speaking both wire formats over real HTTP: what each request carries,
+// which failures are retried and how long the waits are, aborts, streams, and the local generator.
+// Waits go through a recording sleep, so no test waits for a backoff unless it says it runs in real time.
+import assert from 'node:assert/strict';
+import { describe, test, type TestContext } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { AppError, type ErrorCode } from '../src/domain/errors.ts';
+import { createLogger } from '../src/http/logger.ts';
+import { createLanguageModel, type LanguageModel, type ModelRequest } from '../src/llm/index.ts';
+import type { Sleep } from '../src/llm/sleep.ts';
+import { TestClock } from './helpers.ts';
+import { startFakeProvider, type FakeProvider } from './support/fake-provider.ts';
+
+const API_KEY = 'sk-test-0123456789abcdef';
+const SYSTEM = 'You draft marketing campaigns for a shoe shop.';
+const USER_TEXT = 'Write a winter campaign for loyal customers.';
+const SCHEMA = { type: 'object', properties: { subject: { type: 'string' } }, required: ['subject'], additionalProperties: false };
+
+interface Setup {
+  fake: FakeProvider;
+  model: LanguageModel;
+  /** Every wait the model asked for, in milliseconds. */
+  sleeps: number[];
+  logs: Record<string, unknown>[];
+  clock: TestClock;
+}
+
+const BASE_ENV = { DATABASE_PATH: ':memory:', TOKEN_SECRET: 'test-secret-that-is-at-least-32-bytes-long' };
+
+/** A fake provider and a model pointed at it; `sleep: 'real'` keeps real timers. Both close when the test ends. */
+async function setup(t: TestContext, env: Record<string, string> = {}, options: { sleep?: Sleep | 'real'; random?: () => number } = {}): Promise<Setup> {
+  const fake = await startFakeProvider();
+  t.after(() => fake.close());
+  const config = loadConfig({
+    ...BASE_ENV,
+    LLM_PROVIDER: 'openai',
+    LLM_BASE_URL: fake.url,
+    LLM_API_KEY: API_KEY,
+    LLM_MODEL: 'test-model',
+    LLM_TIMEOUT_MS: '5000',
+    LLM_MAX_RETRIES: '2',
+    ...env,
+  });
+  const sleeps: number[] = [];
+  const recordingSleep: Sleep = async (ms, signal) => {
+    sleeps.push(ms);
+    signal.throwIfAborted();
+  };
+  const logs: Record<string, unknown>[] = [];
+  const clock = new TestClock();
+  const logger = createLogger('debug', (line) => logs.push(JSON.parse(line) as Record<string, unknown>), clock.now);
+  const sleep = options.sleep === 'real' ? undefined : (options.sleep ?? recordingSleep);
+  const model = createLanguageModel(config.llm, { fetch, sleep, random: options.random ?? (() => 0.5), now: clock.now, logger });
+  return { fake, model, sleeps, logs, clock };
+}
+
+function request(fields: Partial<ModelRequest> = {}): ModelRequest {
+  return { system: SYSTEM, messages: [{ role: 'user', content: USER_TEXT }], signal: new AbortController().signal, local: () => 'local reply', ...fields };
+}
+
+async function assertAppError(promise: Promise<unknown>, code: ErrorCode): Promise<AppError> {
+  const error = await promise.then(
+    () => assert.fail(`expected AppError ${code}`),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof AppError, `expected AppError ${code}, got ${String(error)}`);
+  assert.equal(error.code, code, error.message);
+  return error;
+}
+
+/** The pieces a stream yielded, and what it threw, if anything. */
+async function collect(stream: AsyncIterable<string>): Promise<{ pieces: string[]; error?: unknown }> {
+  const pieces: string[] = [];
+  try {
+    for await (const piece of stream) pieces.push(piece);
+    return { pieces };
+  } catch (error) {
+    return { pieces, error };
+  }
+}
+
+/** For tests that wait on events: a broken rule shows as this test failing, not as a hung run. */
+const BOUNDED = { timeout: 10_000 };
+
+const warnings = (logs: Record<string, unknown>[]) => logs.filter((l) => l.level === 'warn');
+
+describe('configuration', () => {
+  test('a network provider without LLM_MODEL stops start-up naming LLM_MODEL', () => {
+    assert.throws(() => loadConfig({ ...BASE_ENV, LLM_BASE_URL: 'http://127.0.0.1:9/v1' }), (e: unknown) => e instanceof ConfigError && /^LLM_MODEL: /.test(e.message));
+    assert.throws(() => loadConfig({ ...BASE_ENV, LLM_PROVIDER: 'anthropic' }), (e: unknown) => e instanceof ConfigError && /^LLM_MODEL: /.test(e.message));
+    assert.equal(loadConfig({ ...BASE_ENV }).llm.provider, 'local');
+  });
+
+  test('LLM_JSON_MODE defaults to json_schema and accepts only the three modes', () => {
+    assert.equal(loadConfig(BASE_ENV).llm.jsonMode, 'json_schema');
+    assert.equal(loadConfig({ ...BASE_ENV, LLM_JSON_MODE: 'none' }).llm.jsonMode, 'none');
+    assert.throws(() => loadConfig({ ...BASE_ENV, LLM_JSON_MODE: 'json' }), /^ConfigError: LLM_JSON_MODE: /);
+  });
+
+  test('LLM_MAX_TOKENS defaults to 1024 within 16 to 32768', () => {
+    assert.equal(loadConfig(BASE_ENV).llm.maxTokens, 1024);
+    assert.equal(loadConfig({ ...BASE_ENV, LLM_MAX_TOKENS: '32768' }).llm.maxTokens, 32768);
+    assert.throws(() => loadConfig({ ...BASE_ENV, LLM_MAX_TOKENS: '15' }), /^ConfigError: LLM_MAX_TOKENS: /);
+    assert.throws(() => loadConfig({ ...BASE_ENV, LLM_MAX_TOKENS: '32769' }), /^ConfigError: LLM_MAX_TOKENS: /);
+  });
+
+  test('anthropic defaults to the public API base URL', () => {
+    assert.equal(loadConfig({ ...BASE_ENV, LLM_PROVIDER: 'anthropic', LLM_MODEL: 'claude' }).llm.baseUrl, 'https://api.anthropic.com/v1');
+  });
+});
+
+describe('openai wire format', () => {
+  test('POSTs the system message, the conversation, the model, max_tokens and the key to /chat/completions', async (t) => {
+    const { fake, model } = await setup(t);
+    const messages = [
+      { role: 'user' as const, content: 'First question' },
+      { role: 'assistant' as const, content: 'First answer' },
+      { role: 'user' as const, content: USER_TEXT },
+    ];
+    assert.equal(await model.complete(request({ messages })), 'fake reply');
+    assert.equal(model.provider, 'openai');
+    assert.equal(model.model, 'test-model');
+    const [sent] = fake.requests;
+    assert.equal(sent?.method, 'POST');
+    assert.equal(sent?.path, '/v1/chat/completions');
+    assert.equal(sent?.headers.authorization, `Bearer ${API_KEY}`);
+    assert.match(String(sent?.headers['content-type']), /^application\/json/);
+    assert.deepEqual(sent?.body, { model: 'test-model', messages: [{ role: 'system', content: SYSTEM }, ...messages], max_tokens: 1024 });
+  });
+
+  test('sends no Authorization header without a key', async (t) => {
+    const { fake, model } = await setup(t, { LLM_API_KEY: '' });
+    await model.complete(request());
+    assert.equal(fake.requests[0]?.headers.authorization, undefined);
+  });
+
+  test('max_tokens comes from the request, else from LLM_MAX_TOKENS', async (t) => {
+    const { fake, model } = await setup(t, { LLM_MAX_TOKENS: '2000' });
+    await model.complete(request());
+    await model.complete(request({ maxTokens: 64 }));
+    assert.deepEqual(fake.requests.map((r) => r.body.max_tokens), [2000, 64]);
+  });
+
+  for (const [mode, expected] of [
+    ['json_schema', { type: 'json_schema', json_schema: { name: 'campaign', strict: true, schema: SCHEMA } }],
+    ['json_object', { type: 'json_object' }],
+    ['none', undefined],
+  ] as const) {
+    test(`LLM_JSON_MODE=${mode} asks for JSON ${expected ? `with response_format ${expected.type}` : 'through the prompt only'}`, async (t) => {
+      const { fake, model } = await setup(t, { LLM_JSON_MODE: mode });
+      fake.enqueue({ json: { subject: 'Warm feet' } });
+      assert.equal(await model.complete(request({ json: { name: 'campaign', schema: SCHEMA } })), '{"subject":"Warm feet"}');
+      await model.complete(request());
+      assert.deepEqual(fake.requests[0]?.body.response_format, expected);
+      assert.equal('response_format' in (fake.requests[1]?.body ?? {}), false, 'a text request asks for no JSON');
+    });
+  }
+
+  test('returns the content exactly as sent, whatever it holds, without control characters', async (t) => {
+    const { fake, model } = await setup(t);
+    const texts = ['{"subject":"Hi"}', '```json\n{"subject":"Hi"}\n```', 'Here it is: {"subject":"Hi"} Enjoy!', '{"Subject":"Hi"}', 'garbage', '', 'x'.repeat(20_000)];
+    for (const text of texts) {
+      fake.enqueue({ text });
+      assert.equal(await model.complete(request()), text);
+    }
+    fake.enqueue({ text: 'line\r\none\u0000\u0007\u001b[31m\tend\u009b' });
+    assert.equal(await model.complete(request()), 'line\none[31m\tend');
+  });
+
+  test('a 200 whose envelope has no message content is llm_error and not retried', async (t) => {
+    const { fake, model } = await setup(t);
+    fake.enqueue({ status: 200, body: { choices: [{ message: { role: 'assistant', content: null } }] } });
+    await assertAppError(model.complete(request()), 'llm_error');
+    fake.enqueue({ status: 200, body: { object: 'list' } });
+    await assertAppError(model.complete(request()), 'llm_error');
+    fake.enqueue({ status: 200, body: '<html>Gateway login</html>' });
+    await assertAppError(model.complete(request()), 'llm_error');
+    assert.equal(fake.requests.length, 3);
+  });
+});
+
+describe('anthropic wire format', () => {
+  const ANTHROPIC = { LLM_PROVIDER: 'anthropic' };
+
+  test('POSTs system, messages, model and max_tokens to /messages with x-api-key and anthropic-version', async (t) => {
+    const { fake, model } = await setup(t, ANTHROPIC);
+    assert.equal(await model.complete(request()), 'fake reply');
+    assert.equal(model.provider, 'anthropic');
+    const [sent] = fake.requests;
+    assert.equal(sent?.path, '/v1/messages');
+    assert.equal(sent?.headers['x-api-key'], API_KEY);
+    assert.equal(sent?.headers['anthropic-version'], '2023-06-01');
+    assert.equal(sent?.headers['content-type'], 'application/json');
+    assert.equal(sent?.headers.authorization, undefined);
+    assert.deepEqual(sent?.body, { model: 'test-model', system: SYSTEM, messages: [{ role: 'user', content: USER_TEXT }], max_tokens: 1024 });
+  });
+
+  test('a JSON request forces one tool and returns its input as JSON text, without control characters', async (t) => {
+    const { fake, model } = await setup(t, ANTHROPIC);
+    fake.enqueue({ json: { subject: 'Warm\u0007 feet', lines: ['a\u0000b'] } });
+    assert.equal(await model.complete(request({ json: { name: 'campaign', schema: SCHEMA } })), '{"subject":"Warm feet","lines":["ab"]}');
+    const body = fake.requests[0]?.body;
+    assert.equal(body.tools.length, 1);
+    assert.equal(body.tools[0].name, 'campaign');
+    assert.equal(typeof body.tools[0].description, 'string');
+    assert.deepEqual(body.tools[0].input_schema, SCHEMA);
+    assert.deepEqual(body.tool_choice, { type: 'tool', name: 'campaign' });
+  });
+
+  test('a text reply joins the text blocks; a JSON request answered without the tool is llm_error', async (t) => {
+    const { fake, model } = await setup(t, ANTHROPIC);
+    fake.enqueue({ status: 200, body: { content: [{ type: 'text', text: 'Hello, ' }, { type: 'text', text: 'world' }] } });
+    assert.equal(await model.complete(request()), 'Hello, world');
+    fake.enqueue({ text: 'I would rather not use the tool.' });
+    await assertAppError(model.complete(request({ json: { name: 'campaign', schema: SCHEMA } })), 'llm_error');
+    fake.enqueue({ status: 200, body: { type: 'message' } });
+    await assertAppError(model.complete(request()), 'llm_error');
+  });
+});
+
+describe('retries', () => {
+  test('500 on every attempt is llm_unavailable after exactly 1 + LLM_MAX_RETRIES requests, each logged', async (t) => {
+    const { fake, model, sleeps, logs } = await setup(t, { LLM_MAX_RETRIES: '2' });
+    fake.defaultReply = { status: 500 };
+    await assertAppError(model.complete(request()), 'llm_unavailable');
+    assert.equal(fake.requests.length, 3);
+    assert.equal(sleeps.length, 2);
+    const warned = warnings(logs);
+    assert.deepEqual(warned.map((l) => [l.provider, l.status, l.attempt, l.reason]), [1, 2, 3].map((n) => ['openai', 500, n, 'fake failure with status 500']));
+  });
+
+  test('LLM_MAX_RETRIES=0 makes one attempt', async (t) => {
+    const { fake, model } = await setup(t, { LLM_MAX_RETRIES: '0' });
+    fake.defaultReply = { status: 503 };
+    await assertAppError(model.complete(request()), 'llm_unavailable');
+    assert.equal(fake.requests.length, 1);
+  });
+
+  test('503 then a valid reply succeeds on the second request', async (t) => {
+    const { fake, model } = await setup(t);
+    fake.enqueue({ status: 503 });
+    assert.equal(await model.complete(request()), 'fake reply');
+    assert.equal(fake.requests.length, 2);
+  });
+
+  test('408, 409, 429 and 5xx are retried', async (t) => {
+    const { fake, model } = await setup(t);
+    const statuses = [408, 409, 429, 500, 502, 503, 504, 529];
+    for (const status of statuses) {
+      fake.enqueue({ status });
+      assert.equal(await model.complete(request()), 'fake reply', `after ${status}`);
+    }
+    assert.equal(fake.requests.length, statuses.length * 2);
+  });
+
+  test('an HTML error page is logged by its text', async (t) => {
+    const { fake, model, logs } = await setup(t, { LLM_MAX_RETRIES: '0' });
+    fake.enqueue({ status: 502, body: '<html>Bad gateway</html>' });
+    await assertAppError(model.complete(request()), 'llm_unavailable');
+    assert.equal(warnings(logs)[0]?.reason, '<html>Bad gateway</html>');
+  });
+
+  test('400, 401, 403, 404 and 422 are llm_unavailable at once, without a retry', async (t) => {
+    const { fake, model, sleeps } = await setup(t);
+    for (const status of [400, 401, 403, 404, 422]) {
+      fake.enqueue({ status });
+      const error = await assertAppError(model.complete(request()), 'llm_unavailable');
+      assert.match(error.message, new RegExp(`HTTP ${status}`));
+    }
+    assert.equal(fake.requests.length, 5);
+    assert.deepEqual(sleeps, []);
+  });
+
+  test('log lines quote the provider but never the key or the prompt', async (t) => {
+    const { fake, model, logs } = await setup(t);
+    fake.enqueue({ status: 401, body: { error: { message: `Incorrect API key provided: ${API_KEY}.`, type: 'invalid_request_error' } } });
+    const error = await assertAppError(model.complete(request()), 'llm_unavailable');
+    const [line] = warnings(logs);
+    assert.equal(line?.reason, 'Incorrect API key provided: [api key].');
+    const everything = JSON.stringify(logs) + error.message;
+    for (const secret of [API_KEY, SYSTEM, USER_TEXT]) assert.equal(everything.includes(secret), false, secret);
+  });
+
+  test('backoff is exponential from 500 ms with full jitter, capped at 8 s', async (t) => {
+    const { fake, model, sleeps } = await setup(t, { LLM_MAX_RETRIES: '6' }, { random: () => 0.9999 });
+    fake.defaultReply = { status: 500 };
+    await assertAppError(model.complete(request()), 'llm_unavailable');
+    assert.deepEqual(sleeps, [499, 999, 1999, 3999, 7999, 7999]);
+  });
+
+  test('429 with Retry-After: 1 waits at least 1000 ms', async (t) => {
+    const { fake, model, sleeps } = await setup(t);
+    fake.enqueue({ status: 429, headers: { 'retry-after': '1' } });
+    assert.equal(await model.complete(request()), 'fake reply');
+    assert.deepEqual(sleeps, [1000]);
+  });
+
+  test('429 with Retry-After: 1 waits a real second before the next request', BOUNDED, async (t) => {
+    const { fake, model } = await setup(t, {}, { sleep: 'real' });
+    fake.enqueue({ status: 429, headers: { 'retry-after': '1' } });
+    assert.equal(await model.complete(request()), 'fake reply');
+    const [first, second] = fake.requests;
+    assert.ok(second!.startedAt - first!.startedAt >= 990, `waited ${second!.startedAt - first!.startedAt} ms`);
+  });
+
+  test('retry-after-ms is honoured before Retry-After', async (t) => {
+    const { fake, model, sleeps } = await setup(t);
+    fake.enqueue({ status: 503, headers: { 'retry-after-ms': '250', 'retry-after': '2' } });
+    assert.equal(await model.complete(request()), 'fake reply');
+    assert.deepEqual(sleeps, [250]);
+  });
+
+  test('Retry-After as an HTTP date waits until that date', async (t) => {
+    const { fake, model, sleeps, clock } = await setup(t);
+    fake.enqueue({ status: 503, headers: { 'retry-after': new Date(clock.now().getTime() + 2000).toUTCString() } });
+    assert.equal(await model.complete(request()), 'fake reply');
+    assert.deepEqual(sleeps, [2000]);
+  });
+
+  test('a Retry-After longer than the budget (attempts × timeout) gives up at once', async (t) => {
+    const { fake, model, sleeps, logs } = await setup(t, { LLM_TIMEOUT_MS: '1000', LLM_MAX_RETRIES: '2' });
+    fake.enqueue({ status: 429, headers: { 'retry-after': '4' } });
+    await assertAppError(model.complete(request()), 'llm_unavailable');
+    assert.equal(fake.requests.length, 1);
+    assert.deepEqual(sleeps, []);
+    assert.match(String(warnings(logs)[0]?.giveUp), /asked to wait 4000 ms/);
+  });
+
+  test('a reset connection then a valid reply succeeds', async (t) => {
+    const { fake, model } = await setup(t);
+    fake.enqueue({ reset: true });
+    assert.equal(await model.complete(request()), 'fake reply');
+    assert.equal(fake.requests.length, 2);
+  });
+
+  test('a refused connection is retried, then llm_unavailable', async (t) => {
+    const { fake, model, sleeps } = await setup(t);
+    await fake.close();
+    await assertAppError(model.complete(request()), 'llm_unavailable');
+    assert.equal(sleeps.length, 2);
+  });
+
+  test('a provider that never answers is llm_unavailable after each attempt times out', BOUNDED, async (t) => {
+    const { fake, model } = await setup(t, { LLM_TIMEOUT_MS: '100', LLM_MAX_RETRIES: '1' });
+    fake.defaultReply = { hang: true };
+    const started = Date.now();
+    await assertAppError(model.complete(request()), 'llm_unavailable');
+    assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);
+    assert.equal((await fake.waitForAborts(2)).length, 2);
+    assert.equal(fake.requests.length, 2);
+  });
+
+  test('a slow body counts against the attempt timeout too', BOUNDED, async (t) => {
+    const { fake, model } = await setup(t, { LLM_TIMEOUT_MS: '500', LLM_MAX_RETRIES: '1' });
+    fake.enqueue({ delayMs: 3000, text: 'too late' });
+    assert.equal(await model.complete(request()), 'fake reply');
+    assert.equal(fake.requests.length, 2);
+  });
+});
+
+describe('aborts', () => {
+  test("aborting the caller's signal aborts the request in flight and makes no retry", BOUNDED, async (t) => {
+    const { fake, model, logs } = await setup(t);
+    fake.defaultReply = { hang: true };
+    const controller = new AbortController();
+    const call = model.complete(request({ signal: controller.signal }));
+    await fake.waitForRequests(1);
+    const reason = new Error('client left');
+    controller.abort(reason);
+    await assert.rejects(call, (e: unknown) => e === reason);
+    await fake.waitForAborts(1);
+    assert.equal(fake.requests.length, 1);
+    assert.deepEqual(warnings(logs), [], 'a caller leaving is not a provider failure');
+  });
+
+  test('aborting during a backoff wait stops at once, even if the sleep ignores the signal', BOUNDED, async (t) => {
+    let sleeping!: () => void;
+    const asleep = new Promise<void>((resolve) => (sleeping = resolve));
+    const { fake, model } = await setup(t, {}, { sleep: () => (sleeping(), new Promise<void>(() => undefined)) });
+    fake.defaultReply = { status: 500 };
+    const controller = new AbortController();
+    const call = model.complete(request({ signal: controller.signal }));
+    await asleep;
+    controller.abort(new Error('shutting down'));
+    await assert.rejects(call, /shutting down/);
+    assert.equal(fake.requests.length, 1);
+  });
+
+  test('an already aborted signal sends nothing', async (t) => {
+    const { fake, model } = await setup(t);
+    await assert.rejects(model.complete(request({ signal: AbortSignal.abort(new Error('gone')) })), /gone/);
+    assert.equal(fake.requests.length, 0);
+  });
+
+  test('aborting mid-stream stops the stream and the request', BOUNDED, async (t) => {
+    const { fake, model } = await setup(t);
+    fake.enqueue({ pieces: ['one ', 'two ', 'three'], intervalMs: 60_000 });
+    const controller = new AbortController();
+    const pieces: string[] = [];
+    const reason = new Error('client left');
+    await assert.rejects(async () => {
+      for await (const piece of model.stream(request({ signal: controller.signal }))) {
+        pieces.push(piece);
+        controller.abort(reason);
+      }
+    }, (e: unknown) => e === reason);
+    assert.deepEqual(pieces, ['one ']);
+    await fake.waitForAborts(1);
+    assert.equal(fake.requests.length, 1);
+  });
+});
+
+for (const provider of ['openai', 'anthropic'] as const) {
+  describe(`${provider} streams`, () => {
+    const env = { LLM_PROVIDER: provider };
+
+    test('yields the pieces in order and asks for a stream', async (t) => {
+      const { fake, model } = await setup(t, env);
+      fake.enqueue({ pieces: ['Warm ', 'feet, ', 'happy\u0007 ', 'winter.'], intervalMs: 5 });
+      assert.deepEqual(await collect(model.stream(request())), { pieces: ['Warm ', 'feet, ', 'happy ', 'winter.'] });
+      assert.equal(fake.requests[0]?.body.stream, true);
+    });
+
+    test('a failure before the first piece is retried', async (t) => {
+      const { fake, model, logs } = await setup(t, { ...env, LLM_MAX_RETRIES: '3' });
+      fake.enqueue({ status: 503 }, { pieces: ['a', 'b'], failAfter: 0 }, { pieces: ['a', 'b'], failAfter: 0, failWith: 'error' });
+      fake.defaultReply = { pieces: ['a', 'b'] };
+      assert.deepEqual(await collect(model.stream(request())), { pieces: ['a', 'b'] });
+      assert.equal(fake.requests.length, 4);
+      const reasons = warnings(logs).map((l) => String(l.reason));
+      assert.equal(reasons.length, 3);
+      assert.match(reasons[2]!, provider === 'openai' ? /fake stream failure/ : /Overloaded/, 'the error event is read as one');
+    });
+
+    for (const failWith of ['cut', 'error', 'end'] as const) {
+      test(`a failure after the first piece (${failWith}) throws llm_unavailable without a retry`, async (t) => {
+        const { fake, model } = await setup(t, env);
+        fake.enqueue({ pieces: ['a', 'b', 'c'], failAfter: 2, failWith });
+        const { pieces, error } = await collect(model.stream(request()));
+        assert.deepEqual(pieces, ['a', 'b']);
+        assert.ok(error instanceof AppError && error.code === 'llm_unavailable', String(error));
+        assert.equal(fake.requests.length, 1);
+      });
+    }
+
+    test('a stream that stalls after the first piece times out', BOUNDED, async (t) => {
+      const { fake, model } = await setup(t, { ...env, LLM_TIMEOUT_MS: '300' });
+      fake.enqueue({ pieces: ['a', 'b'], intervalMs: 60_000 });
+      const { pieces, error } = await collect(model.stream(request()));
+      assert.deepEqual(pieces, ['a']);
+      assert.ok(error instanceof AppError && error.code === 'llm_unavailable', String(error));
+      assert.equal(fake.requests.length, 1);
+    });
+
+    test('a slow consumer is not taken for a stalled provider', BOUNDED, async (t) => {
+      const { fake, model } = await setup(t, { ...env, LLM_TIMEOUT_MS: '300' });
+      // 'b' comes 600 ms after 'a', while the consumer is still busy with 'a' for 800 ms.
+      fake.enqueue({ pieces: ['a', 'b'], intervalMs: 600 });
+      const pieces: string[] = [];
+      for await (const piece of model.stream(request())) {
+        pieces.push(piece);
+        await new Promise((resolve) => setTimeout(resolve, 800));
+      }
+      assert.deepEqual(pieces, ['a', 'b']);
+    });
+  });
+}
+
+describe('local generator', () => {
+  const LOCAL_ENV = { LLM_PROVIDER: 'local', LLM_BASE_URL: '', LLM_MODEL: '' };
+  const TEXT = 'Dear Ana,\n\twinter boots are\u0007 back in stock for you.';
+
+  test('complete returns the feature text without control characters, the same every time, with no request', async (t) => {
+    const { fake, model } = await setup(t, LOCAL_ENV);
+    assert.equal(model.provider, 'local');
+    assert.equal(model.model, 'local');
+    const first = await model.complete(request({ local: () => TEXT }));
+    assert.equal(first, 'Dear Ana,\n\twinter boots are back in stock for you.');
+    assert.equal(await model.complete(request({ local: () => TEXT })), first);
+    assert.equal(fake.requests.length, 0);
+  });
+
+  test('stream yields the same text a few words at a time, pausing 15 ms between pieces', async (t) => {
+    const { model, sleeps } = await setup(t, LOCAL_ENV);
+    const { pieces } = await collect(model.stream(request({ local: () => TEXT })));
+    assert.deepEqual(pieces, ['Dear Ana,\n\twinter ', 'boots are back ', 'in stock for ', 'you.']);
+    assert.deepEqual(sleeps, [15, 15, 15]);
+  });
+
+  test('stream stops at once when the signal aborts between pieces', BOUNDED, async (t) => {
+    const { model } = await setup(t, LOCAL_ENV, { sleep: 'real' });
+    const controller = new AbortController();
+    const pieces: string[] = [];
+    await assert.rejects(async () => {
+      for await (const piece of model.stream(request({ local: () => TEXT, signal: controller.signal }))) {
+        pieces.push(piece);
+        controller.abort(new Error('client left'));
+      }
+    }, /client left/);
+    assert.equal(pieces.length, 1);
+  });
+});

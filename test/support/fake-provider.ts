@@ -1,0 +1,183 @@
+// A fake model provider: a real HTTP server on loopback speaking both wire formats (OpenAI Chat Completions at
+// /v1/chat/completions, Anthropic Messages at /v1/messages), playing scripted replies and recording every request.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** What the fake answers to one request. `delayMs` waits before answering. */
+export type FakeReply = { delayMs?: number } & (
+  | { text: string } // the reply text exactly as given, also as a single piece to a streamed request
+  | { json: unknown } // Anthropic: the forced tool's input; OpenAI: the object's JSON text as content
+  | { status: number; body?: unknown; headers?: Record<string, string> } // `body`: JSON, or a string sent as is; defaults to the format's error object
+  | { reset: true } // destroys the socket without answering
+  | { hang: true } // never answers; the request is recorded as aborted when the client gives up
+  | { pieces: string[]; intervalMs?: number; failAfter?: number; failWith?: 'cut' | 'error' | 'end' }
+);
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** The parsed JSON body, or the raw text when it is not JSON. */
+  body: any;
+  /** `Date.now()` when the request arrived. */
+  startedAt: number;
+  /** Whether the client closed the connection before the reply was finished. */
+  aborted: boolean;
+}
+
+export interface FakeProvider {
+  /** Base URL ending in `/v1`, for LLM_BASE_URL. */
+  url: string;
+  requests: RecordedRequest[];
+  /** Queues replies, played in order; once the queue is empty every request gets `defaultReply`. */
+  enqueue(...replies: FakeReply[]): void;
+  defaultReply: FakeReply;
+  /** Resolves once `count` requests have arrived. */
+  waitForRequests(count: number): Promise<RecordedRequest[]>;
+  /** Resolves with the requests the client aborted, once there are `count` of them. */
+  waitForAborts(count?: number): Promise<RecordedRequest[]>;
+  close(): Promise<void>;
+}
+
+type Format = 'openai' | 'anthropic';
+
+/** Starts the fake provider on a free port of 127.0.0.1. */
+export async function startFakeProvider(): Promise<FakeProvider> {
+  const queue: FakeReply[] = [];
+  const requests: RecordedRequest[] = [];
+  const waiters = new Set<() => boolean>();
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+  const changed = () => waiters.forEach((check) => check() && waiters.delete(check));
+  const waitUntil = <T>(found: () => T | undefined) =>
+    new Promise<T>((resolve) => {
+      const check = () => {
+        const value = found();
+        if (value !== undefined) resolve(value);
+        return value !== undefined;
+      };
+      if (!check()) waiters.add(check);
+    });
+  const wait = (ms: number) => new Promise<void>((resolve) => timers.add(setTimeout(resolve, ms)));
+
+  const fake: FakeProvider = {
+    url: '',
+    requests,
+    defaultReply: { text: 'fake reply' },
+    enqueue: (...replies) => void queue.push(...replies),
+    waitForRequests: (count) => waitUntil(() => (requests.length >= count ? requests.slice() : undefined)),
+    waitForAborts: (count = 1) => waitUntil(() => {
+      const aborted = requests.filter((r) => r.aborted);
+      return aborted.length >= count ? aborted : undefined;
+    }),
+    async close() {
+      timers.forEach(clearTimeout);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+
+  const server = createServer(async (req, res) => {
+    const text = await readBody(req);
+    const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: parse(text), startedAt: Date.now(), aborted: false };
+    let closedByUs = false;
+    res.on('close', () => {
+      if (!res.writableFinished && !closedByUs) record.aborted = true;
+      changed();
+    });
+    requests.push(record);
+    changed();
+
+    const format: Format | undefined = record.path === '/v1/chat/completions' ? 'openai' : record.path === '/v1/messages' ? 'anthropic' : undefined;
+    if (!format) return sendJson(res, 404, { error: { message: `no route ${record.path}` } });
+    const reply = queue.shift() ?? fake.defaultReply;
+    if (reply.delayMs) await wait(reply.delayMs);
+    if (res.destroyed) return;
+    if ('hang' in reply) return;
+    if ('reset' in reply) {
+      closedByUs = true;
+      return req.socket.destroy();
+    }
+    if ('status' in reply) return sendJson(res, reply.status, reply.body ?? errorBody(format, reply.status), reply.headers);
+    const content = 'text' in reply ? reply.text : 'json' in reply ? JSON.stringify(reply.json) : reply.pieces.join('');
+    if (!record.body?.stream) {
+      const toolName = 'json' in reply ? record.body?.tool_choice?.name : undefined;
+      return sendJson(res, 200, format === 'openai' ? openAiCompletion(content) : anthropicMessage(content, toolName, 'json' in reply ? reply.json : undefined));
+    }
+
+    const script = 'pieces' in reply ? reply : { pieces: [content], intervalMs: 0, failAfter: undefined, failWith: undefined };
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const events = format === 'openai' ? openAiEvents : anthropicEvents;
+    res.write(events.start);
+    for (const [index, piece] of script.pieces.entries()) {
+      if (index === script.failAfter) break;
+      if (index > 0 && script.intervalMs) await wait(script.intervalMs);
+      if (res.destroyed) return;
+      // Flushed before going on, so a cut that follows cannot swallow the pieces sent before it.
+      await new Promise((resolve) => res.write(events.piece(piece), resolve));
+    }
+    if (script.failAfter === undefined || script.failAfter >= script.pieces.length) return res.end(events.end);
+    if (script.failWith === 'error') return res.end(events.error);
+    if (script.failWith === 'end') return res.end();
+    closedByUs = true;
+    res.destroy();
+  });
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return fake;
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function parse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/html' : 'application/json', ...headers });
+  res.end(typeof body === 'string' ? body : JSON.stringify(body));
+}
+
+function errorBody(format: Format, status: number): unknown {
+  const message = `fake failure with status ${status}`;
+  return format === 'openai' ? { error: { message, type: 'server_error' } } : { type: 'error', error: { type: 'api_error', message } };
+}
+
+function openAiCompletion(content: string): unknown {
+  return { id: 'chatcmpl-fake', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] };
+}
+
+function anthropicMessage(text: string, toolName: string | undefined, input: unknown): unknown {
+  const content = toolName ? [{ type: 'tool_use', id: 'toolu_fake', name: toolName, input }] : [{ type: 'text', text }];
+  return { id: 'msg_fake', type: 'message', role: 'assistant', content, stop_reason: toolName ? 'tool_use' : 'end_turn' };
+}
+
+const sse = (data: unknown, event?: string) => `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+
+const openAiEvents = {
+  start: sse({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] }),
+  piece: (content: string) => sse({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] }),
+  end: sse({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }) + sse('[DONE]'),
+  error: sse({ error: { message: 'fake stream failure', type: 'server_error' } }),
+};
+
+const anthropicEvents = {
+  start:
+    sse({ type: 'message_start', message: { id: 'msg_fake', type: 'message', role: 'assistant', content: [] } }, 'message_start') +
+    sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start') +
+    sse({ type: 'ping' }, 'ping'),
+  piece: (text: string) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }, 'content_block_delta'),
+  end:
+    sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop') +
+    sse({ type: 'message_delta', delta: { stop_reason: 'end_turn' } }, 'message_delta') +
+    sse({ type: 'message_stop' }, 'message_stop'),
+  error: sse({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, 'error'),
+};
