@@ -149,6 +149,19 @@ for (const format of ['openai', 'anthropic'] as const) {
       assert.deepEqual((await s.messages(t.id)).map((m) => m.role), ['user']);
     });
 
+    test('a thread deleted while its reply streams ends with a not_found error frame', { timeout: 10_000 }, async () => {
+      const t = await s.thread();
+      s.fake.enqueue({ pieces: ['before ', 'after'], intervalMs: 500 });
+      const stream = await s.stream(t.id, 'Delete me midway');
+      assert.equal((await stream.nextEvent()).type, 'start');
+      assert.deepEqual(await stream.nextEvent(), { type: 'delta', text: 'before ' });
+      assert.equal((await s.service.request('DELETE', `/v1/chat/threads/${t.id}`, { token: s.token })).status, 200);
+      const rest = await stream.rest();
+      assert.deepEqual(rest.map((f) => f.type), ['delta', 'error']);
+      assert.equal(rest[1].code, 'not_found');
+      assert.equal((s.service.db.prepare('SELECT count(*) AS n FROM chat_messages WHERE thread_id = ?').get(t.id) as { n: number }).n, 0);
+    });
+
     test('a client that disconnects aborts the provider request; nothing more is stored', { timeout: 10_000 }, async () => {
       const t = await s.thread();
       const abortsBefore = s.fake.requests.filter((r) => r.aborted).length;

@@ -379,3 +379,37 @@ describe('chat rate limit', () => {
     assert.equal((await service.request('POST', `/v1/chat/threads/${t.id}/messages`, { token, body: { content: 'five' } })).status, 200);
   });
 });
+
+describe('chat in the machine description', () => {
+  test('every chat operation has its id and the chat tag; the stream is text/event-stream with its four frames', async () => {
+    const service = await startService();
+    try {
+      const doc = (await service.request('GET', '/v1/openapi.json')).body;
+      const ops = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, methods]) =>
+        Object.entries(methods).map(([method, op]) => ({ path, method, ...op })),
+      );
+      const chat = ops.filter((op) => op.tags.includes('chat'));
+      assert.deepEqual(chat.map((op) => `${op.method} ${op.path} ${op.operationId}`), [
+        'post /v1/chat/threads chat.threads.create',
+        'get /v1/chat/threads chat.threads.list',
+        'get /v1/chat/threads/{id} chat.threads.get',
+        'delete /v1/chat/threads/{id} chat.threads.delete',
+        'get /v1/chat/threads/{id}/messages chat.messages.list',
+        'post /v1/chat/threads/{id}/messages chat.messages.send',
+        'post /v1/chat/threads/{id}/messages/stream chat.messages.stream',
+      ]);
+      const byId = (id: string) => chat.find((op) => op.operationId === id);
+      assert.deepEqual(Object.keys(byId('chat.threads.delete').responses), ['200', '401', '404', '500']);
+      assert.deepEqual(Object.keys(byId('chat.messages.send').responses), ['200', '400', '401', '404', '413', '415', '429', '500', '502', '503']);
+      const stream = byId('chat.messages.stream');
+      assert.ok(stream.responses['429'], 'the stream documents rate_limited');
+      const content = stream.responses['200'].content;
+      assert.deepEqual(Object.keys(content), ['text/event-stream']);
+      const frames = content['text/event-stream'].itemSchema.oneOf;
+      assert.deepEqual(frames.map((f: any) => f.properties.type.const), ['start', 'delta', 'done', 'error']);
+      assert.deepEqual(frames[3].properties.code.enum.slice(0, 2), ['llm_unavailable', 'llm_error']);
+    } finally {
+      await service.close();
+    }
+  });
+});

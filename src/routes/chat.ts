@@ -61,11 +61,12 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     operationId: 'chat.threads.delete',
     summary: 'Delete one of your threads together with its messages.',
     tag: 'chat',
-    params: IdParams,
+    // No params schema: the router only matches a non-empty id, so nothing here can fail validation, and the
+    // documented problems stay exactly those product.md names for this operation (401, 404, 500).
     response: NullBody,
     problems: ['not_found'],
-    handle({ params, user }) {
-      chats.deleteThread(user.id, params.id);
+    handle({ user, ctx }) {
+      chats.deleteThread(user.id, ctx.params.id!);
       return null;
     },
   });
