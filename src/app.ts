@@ -130,7 +130,7 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('DELETE', '/v1/chat/threads/{id}', SIGNED_IN, chat.deleteThread),
     route('GET', '/v1/chat/threads/{id}/messages', SIGNED_IN, chat.listMessages),
     route('POST', '/v1/chat/threads/{id}/messages', SIGNED_IN, chat.send, { limit: modelCalls }),
-    route('POST', '/v1/chat/threads/{id}/messages/stream', SIGNED_IN, chat.stream, { limit: modelCalls, concurrency: openStreams }),
+    route('POST', '/v1/chat/threads/{id}/messages/stream', SIGNED_IN, chat.stream, { concurrency: openStreams, limit: modelCalls }),
   ];
 
   const router = new Router<Route>();

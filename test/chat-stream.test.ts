@@ -252,6 +252,31 @@ describe('open stream caps', () => {
   });
 });
 
+describe('caps and the model-call budget', () => {
+  test('a stream refused by the open-stream cap costs nothing of the per-user model-call budget', { timeout: 10_000 }, async () => {
+    const s = await setup('openai', { CHAT_STREAMS_PER_USER: '1', MODEL_CALLS_PER_MINUTE: '2' });
+    try {
+      s.fake.defaultReply = { hang: true };
+      const t = await s.thread();
+      const first = await s.stream(t.id, 'one');
+      await s.fake.waitForRequests(1);
+      for (let i = 0; i < 3; i++) assert.equal((await s.stream(t.id, 'refused')).status, 429);
+      first.abort();
+      await s.fake.waitForAborts(1);
+      const second = await s.stream(t.id, 'two'); // the second call of the budget: the refusals used none
+      assert.equal(second.status, 200);
+      second.abort();
+      await s.fake.waitForAborts(2);
+      const third = await s.stream(t.id, 'three');
+      assert.equal(third.status, 429);
+      assert.match(third.body.detail, /model requests/i);
+    } finally {
+      await s.service.close();
+      await s.fake.close();
+    }
+  });
+});
+
 describe('back-pressure', () => {
   const PIECE = 'x'.repeat(16 * 1024);
   const PIECES = 4096; // 64 MiB in all

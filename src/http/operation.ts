@@ -72,10 +72,10 @@ export interface Guard {
 export interface RouteSettings {
   /** Checked first: answers a repeated request from what was stored. */
   idempotent?: Guard;
-  /** Then the rate limit, so replays and invalid requests cost nothing. */
-  limit?: Guard;
-  /** Last, a cap on requests running at once, held until the handler returns (a stream's whole life). */
+  /** Then a cap on requests running at once, held until the handler returns (a stream's whole life). */
   concurrency?: Guard;
+  /** Last, the rate limit, so replays, invalid requests and requests refused by the cap cost nothing. */
+  limit?: Guard;
 }
 
 export interface Route {
@@ -92,6 +92,6 @@ export function route(method: string, path: string, access: Access, op: AnyOpera
   if ((access === 'public') !== Boolean(op.isPublic)) {
     throw new Error(`${method} ${path}: access "${String(access)}" does not fit operation ${op.operationId}`);
   }
-  const guards = [settings.idempotent, settings.limit, settings.concurrency].filter((g): g is Guard => g !== undefined);
+  const guards = [settings.idempotent, settings.concurrency, settings.limit].filter((g): g is Guard => g !== undefined);
   return { method, path, access, operation: op, guards };
 }
