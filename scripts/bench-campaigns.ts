@@ -1,68 +1,25 @@
 // Campaign benchmark: local generation over HTTP, the latency the service adds on top of a model provider, and
 // GET /v1/campaigns over 100,000 campaigns against a bare node:http floor. Run by `npm run bench`, or alone as
 // `npm run bench:campaigns -- [--database PATH] [--duration S]` on a copy of a seeded database.
-import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, existsSync, openSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, rmSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/db/database.ts';
 import { createSegmentRepository } from '../src/db/segments.ts';
 import { createUserRepository } from '../src/db/users.ts';
 import { hashPassword } from '../src/domain/passwords.ts';
 import { startFakeProvider } from '../test/support/fake-provider.ts';
+import { audienceReady, load, log, percentile, signIn as signInAt, startProcess, waitFor, type Load } from './bench-support.ts';
 
 const EMAIL = 'campaign-bench@example.com';
 const PASSWORD = 'bench-password-1';
 const CAMPAIGNS = 100_000;
-const log = (text: string) => process.stderr.write(`${text}\n`);
-
-export interface CampaignLoad {
-  name: string;
-  requestsPerSecond: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-}
-
 export interface CampaignBench {
   campaigns: number;
-  floor: CampaignLoad;
-  list: CampaignLoad & { ratioToFloor: number };
-  localGeneration: CampaignLoad;
+  floor: Load;
+  list: Load & { ratioToFloor: number };
+  localGeneration: Load;
   provider: { serviceP50: number; serviceP99: number; providerP50: number; addedP50: number; requests: number };
-}
-
-async function load(name: string, url: string, duration: number, options: { token?: string; method?: string; body?: unknown; connections?: number } = {}): Promise<CampaignLoad> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (options.token) headers.authorization = `Bearer ${options.token}`;
-  const result = await autocannon({
-    url,
-    connections: options.connections ?? 50,
-    duration,
-    method: options.method ?? 'GET',
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-  });
-  const row = { name, requestsPerSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
-  log(`  ${name.padEnd(52)} ${String(Math.round(row.requestsPerSecond)).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms${row.non2xx ? `  (${row.non2xx} failed)` : ''}`);
-  return row;
-}
-
-function startProcess(command: string[], env: Record<string, string>, logFile: string): ChildProcess {
-  return spawn(process.execPath, command, { env: { ...process.env, ...env }, stdio: ['ignore', openSync(logFile, 'w'), 'inherit'] });
-}
-
-async function waitFor(url: string): Promise<void> {
-  for (let i = 0; i < 6000; i++) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`${url} did not answer`);
 }
 
 /** Adds a user, a segment and 100,000 campaigns (written directly, in one transaction) unless they are there. */
@@ -101,11 +58,11 @@ export async function benchCampaigns({ database, duration, port = 3927 }: { data
   const floor = startProcess(['--import', 'tsx', 'scripts/bench-floor.ts', database, String(port + 1), 'campaigns'], {}, 'data/bench-campaigns-floor.log');
   await waitFor(`http://127.0.0.1:${port + 1}/`);
   const api = (path: string, p = port) => `http://127.0.0.1:${p}${path}`;
-  const signIn = async (p: number) =>
-    ((await (await fetch(api('/v1/auth/sign-in', p), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: EMAIL, password: PASSWORD }) })).json()) as { accessToken: string }).accessToken;
+  const signIn = (p: number) => signInAt(`http://127.0.0.1:${p}`, EMAIL, PASSWORD);
 
   try {
     const token = await signIn(port);
+    await audienceReady(api(''), token);
     const body = { segmentId, objective: 'Bring lapsed buyers back with a spring offer on boots', channel: 'sms', tone: 'friendly' };
     log(`Campaigns, 50 connections, ${duration} s each:`);
     const floorRow = await load('floor: bare node:http, campaigns page', api('/', port + 1), duration);
@@ -122,6 +79,7 @@ export async function benchCampaigns({ database, duration, port = 3927 }: { data
     );
     await waitFor(api('/health', port + 2));
     const remoteToken = await signIn(port + 2);
+    await audienceReady(api('', port + 2), remoteToken);
     const timed = async (run: () => Promise<unknown>, count: number) => {
       const samples: number[] = [];
       for (let i = 0; i < count; i++) {
@@ -131,7 +89,6 @@ export async function benchCampaigns({ database, duration, port = 3927 }: { data
       }
       return samples.sort((a, b) => a - b);
     };
-    const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
     const requests = 300;
     const service = await timed(async () => {
       const reply = await fetch(api('/v1/campaigns/generate', port + 2), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${remoteToken}` }, body: JSON.stringify(body) });

@@ -5,6 +5,7 @@ import type { Db } from './db/database.ts';
 import { AudienceIndex } from './db/audience-index.ts';
 import { createCampaignRepository } from './db/campaigns.ts';
 import { createChatRepository } from './db/chat.ts';
+import { generationReader } from './db/customer-generation.ts';
 import { createIdempotencyKeyRepository } from './db/idempotency-keys.ts';
 import { createCustomerRepository } from './db/customers.ts';
 import { createRefreshTokenRepository } from './db/refresh-tokens.ts';
@@ -78,7 +79,14 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   /** One budget per user for everything that calls the model: campaign generation and chat messages. */
   const modelCalls = callsPerUser(new SlidingWindowLimiter({ limit: config.modelCallsPerMinute, windowMs: 60_000 }), clock);
   const chatRepository = createChatRepository(db);
-  const conversation = createConversation({ chats: chatRepository, customers: customerRepository, segments: segmentRepository, clock, promptBudget: config.chat.promptBudget });
+  const conversation = createConversation({
+    chats: chatRepository,
+    customers: customerRepository,
+    segments: segmentRepository,
+    clock,
+    customersGeneration: generationReader(db),
+    promptBudget: config.chat.promptBudget,
+  });
   const chat = chatOperations({ chats: chatRepository, conversation, model, clock, logger, heartbeatMs: config.chat.heartbeatMs });
   /** Reply streams open at once, per user and in all. */
   const openStreams = concurrentPerUser({ perUser: config.chat.streamsPerUser, total: config.chat.streamsTotal, what: 'Too many reply streams open' });

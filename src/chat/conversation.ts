@@ -6,7 +6,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { CustomerFigures } from '../domain/customer-summary.ts';
 import { AppError } from '../domain/errors.ts';
 import type { ModelRequest } from '../llm/model.ts';
-import { readGrounding } from './grounding.ts';
+import { groundingReader } from './grounding.ts';
 import { localReply } from './local-reply.ts';
 import { chatPrompt, HISTORY_TURNS } from './prompt.ts';
 
@@ -15,6 +15,8 @@ export interface ConversationDeps {
   customers: CustomerFigures;
   segments: Pick<SegmentRepository, 'listSegments'>;
   clock: Clock;
+  /** The customers generation: moves with every customer write. */
+  customersGeneration: () => number;
   /** CHAT_PROMPT_BUDGET: characters of system message and turns together. */
   promptBudget: number;
 }
@@ -22,7 +24,8 @@ export interface ConversationDeps {
 export type Conversation = ReturnType<typeof createConversation>;
 
 /** Returns the conversation: requests for the model, and the check of its reply. */
-export function createConversation({ chats, customers, segments, clock, promptBudget }: ConversationDeps) {
+export function createConversation({ chats, customers, segments, clock, customersGeneration, promptBudget }: ConversationDeps) {
+  const facts = groundingReader(customers, segments, customersGeneration);
   return {
     /**
      * Returns the request answering `content` after the thread's stored messages, with the facts as they are now.
@@ -30,7 +33,7 @@ export function createConversation({ chats, customers, segments, clock, promptBu
      */
     request(threadId: string, content: string, signal: AbortSignal): ModelRequest {
       const history = chats.lastMessages(threadId, HISTORY_TURNS);
-      const grounding = readGrounding(customers, segments, clock());
+      const grounding = facts(clock());
       const prompt = chatPrompt(grounding, history, content, promptBudget);
       return { system: prompt.system, messages: prompt.messages, signal, local: () => localReply(grounding, content) };
     },

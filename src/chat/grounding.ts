@@ -39,9 +39,25 @@ export interface Grounding {
 export const TREND_MONTHS = 6;
 export const TOP_CUSTOMERS = 5;
 
-/** Returns the live facts about the base and its saved segments at `now`. */
-export function readGrounding(customers: CustomerFigures, segments: Pick<SegmentRepository, 'listSegments'>, now: Date): Grounding {
-  const summary = summarizeCustomers(customers, now, { trendMonths: TREND_MONTHS, topLimit: TOP_CUSTOMERS });
+type CustomerSummary = ReturnType<typeof summarizeCustomers>;
+
+/**
+ * Returns a reader of the live facts at a given time. The customer figures (a few milliseconds at a million
+ * customers) are computed once per second of the clock and customers generation (`generation()` moves with every
+ * customer write), so a burst of messages shares them and any write is seen by the next message; segments are
+ * read every time.
+ */
+export function groundingReader(customers: CustomerFigures, segments: Pick<SegmentRepository, 'listSegments'>, generation: () => number) {
+  let cached: { key: string; summary: CustomerSummary } | undefined;
+  return (now: Date): Grounding => {
+    const key = `${generation()}:${Math.floor(now.getTime() / 1000)}`;
+    if (cached?.key !== key) cached = { key, summary: summarizeCustomers(customers, now, { trendMonths: TREND_MONTHS, topLimit: TOP_CUSTOMERS }) };
+    return readGrounding(cached.summary, segments, now);
+  };
+}
+
+/** Returns the facts about the base (from its summary at `now`) and its saved segments. */
+export function readGrounding(summary: CustomerSummary, segments: Pick<SegmentRepository, 'listSegments'>, now: Date): Grounding {
   return {
     at: now,
     kpis: summary.kpis,

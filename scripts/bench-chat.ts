@@ -1,0 +1,168 @@
+// Chat stream benchmark: 200 reply streams opened within a second, written by the local generator and by a provider
+// sending a piece every 20 ms (so all 200 are open together). Measures the time to the first frame and to the first text, the service's memory with the
+// streams open, and how long a /health request waits meanwhile (the event loop's delay as a client feels it).
+// Run by `npm run bench`, or alone as `npm run bench:chat -- [--database PATH] [--streams N]`.
+import { copyFileSync, existsSync, rmSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { openDatabase } from '../src/db/database.ts';
+import { createUserRepository } from '../src/db/users.ts';
+import { hashPassword } from '../src/domain/passwords.ts';
+import { startFakeProvider } from '../test/support/fake-provider.ts';
+import { audienceReady, log, percentile, rssMb, signIn, startProcess, waitFor } from './bench-support.ts';
+
+const EMAIL = 'chat-bench@example.com';
+const PASSWORD = 'bench-password-1';
+const PIECES = 150;
+const PIECE_INTERVAL_MS = 20;
+/** Streams are opened one every this many milliseconds (200 within a second), not all in the same instant. */
+const RAMP_MS = 5;
+
+export interface StreamRun {
+  name: string;
+  streams: number;
+  /** Milliseconds from sending the request to the `start` frame, and to the first `delta`. */
+  firstFrame: { p50: number; p99: number };
+  firstText: { p50: number; p99: number };
+  /** The provider's own delay before its first piece (0 for the local generator). */
+  providerFirstPieceMs: number;
+  complete: number;
+  /** The most streams open at the same time. */
+  peakOpen: number;
+  rssBeforeMb: number;
+  rssOpenMb: number;
+  healthP99Ms: number;
+}
+
+interface StreamTiming {
+  firstFrame: number;
+  firstText: number;
+  ok: boolean;
+}
+
+/** Opens one stream and reads it to the end, noting when the first frame and the first text arrived. */
+async function timeStream(url: string, token: string, content: string): Promise<StreamTiming> {
+  const begun = performance.now();
+  const reply = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ content }) });
+  if (!reply.body || !(reply.headers.get('content-type') ?? '').startsWith('text/event-stream')) throw new Error(`stream refused: ${reply.status} ${await reply.text()}`);
+  let firstFrame = NaN;
+  let firstText = NaN;
+  let ok = false;
+  let buffer = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of reply.body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    const frames = buffer.split('\n\n');
+    buffer = frames.pop() ?? '';
+    for (const frame of frames) {
+      if (!frame.startsWith('data: ')) continue;
+      const event = JSON.parse(frame.slice(6)) as { type: string };
+      if (Number.isNaN(firstFrame)) firstFrame = performance.now() - begun;
+      if (event.type === 'delta' && Number.isNaN(firstText)) firstText = performance.now() - begun;
+      if (event.type === 'done') ok = true;
+    }
+  }
+  return { firstFrame, firstText, ok };
+}
+
+async function run(name: string, base: string, pid: number, streams: number, providerFirstPieceMs: number): Promise<StreamRun> {
+  const token = await signIn(base, EMAIL, PASSWORD);
+  await audienceReady(base, token);
+  const threads: string[] = [];
+  for (let i = 0; i < streams; i++) {
+    const reply = await fetch(`${base}/v1/chat/threads`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
+    threads.push(((await reply.json()) as { id: string }).id);
+  }
+  const rssBeforeMb = rssMb(pid);
+  let rssOpenMb = rssBeforeMb;
+  const health: number[] = [];
+  let running = true;
+  const probe = (async () => {
+    while (running) {
+      const begun = performance.now();
+      await (await fetch(`${base}/health`)).text();
+      health.push(performance.now() - begun);
+      rssOpenMb = Math.max(rssOpenMb, rssMb(pid));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  let open = 0;
+  let peakOpen = 0;
+  const timings = await Promise.all(
+    threads.map(async (id, i) => {
+      await new Promise((resolve) => setTimeout(resolve, i * RAMP_MS));
+      peakOpen = Math.max(peakOpen, ++open);
+      try {
+        return await timeStream(`${base}/v1/chat/threads/${id}/messages/stream`, token, 'How healthy is our customer base, and which segment should we target?');
+      } finally {
+        open--;
+      }
+    }),
+  );
+  running = false;
+  await probe;
+  const sorted = (pick: (t: StreamTiming) => number) => timings.map(pick).filter(Number.isFinite).sort((a, b) => a - b);
+  const frames = sorted((t) => t.firstFrame);
+  const texts = sorted((t) => t.firstText);
+  const result: StreamRun = {
+    name,
+    streams,
+    firstFrame: { p50: percentile(frames, 0.5), p99: percentile(frames, 0.99) },
+    firstText: { p50: percentile(texts, 0.5), p99: percentile(texts, 0.99) },
+    providerFirstPieceMs,
+    complete: timings.filter((t) => t.ok).length,
+    peakOpen,
+    rssBeforeMb,
+    rssOpenMb,
+    healthP99Ms: percentile(health.sort((a, b) => a - b), 0.99),
+  };
+  log(
+    `  ${name.padEnd(40)} first frame p50 ${result.firstFrame.p50.toFixed(1)} / p99 ${result.firstFrame.p99.toFixed(1)} ms, first text p50 ` +
+      `${result.firstText.p50.toFixed(1)} / p99 ${result.firstText.p99.toFixed(1)} ms, ${result.complete}/${streams} complete (${peakOpen} open at once), RSS ` +
+      `${Math.round(rssBeforeMb)} -> ${Math.round(rssOpenMb)} MB, /health p99 ${result.healthP99Ms.toFixed(1)} ms`,
+  );
+  return result;
+}
+
+/** Runs both stream benchmarks against services on `database` (a user is added) and returns their figures. */
+export async function benchChat({ database, streams = 200, port = 3937 }: { database: string; streams?: number; port?: number }): Promise<StreamRun[]> {
+  const db = openDatabase(database);
+  const users = createUserRepository(db);
+  if (!users.findCredentials(EMAIL)) users.insertUser({ email: EMAIL, fullName: 'Chat bench', role: 'marketing_lead', passwordHash: await hashPassword(PASSWORD) }, new Date());
+  db.close();
+  const common = {
+    DATABASE_PATH: database,
+    LOG_LEVEL: 'info',
+    ADMIN_PASSWORD: 'unused-admin-password',
+    MODEL_CALLS_PER_MINUTE: '100000',
+    CHAT_STREAMS_PER_USER: String(streams),
+    CHAT_STREAMS_TOTAL: String(streams),
+  };
+  const fake = await startFakeProvider();
+  fake.defaultReply = { pieces: Array.from({ length: PIECES }, (_, i) => `piece ${i} `), intervalMs: PIECE_INTERVAL_MS };
+  const results: StreamRun[] = [];
+  log(`Chat, ${streams} streams at once:`);
+  for (const [name, env, providerFirstPieceMs] of [
+    ['local generator', { LLM_PROVIDER: 'local' }, 0],
+    [`provider, a piece every ${PIECE_INTERVAL_MS} ms`, { LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: 'bench-model' }, 0],
+  ] as const) {
+    const service = startProcess(['--import', 'tsx', 'src/main.ts'], { ...common, ...env, PORT: String(port) }, `data/bench-chat-${env.LLM_PROVIDER}.log`);
+    try {
+      await waitFor(`http://127.0.0.1:${port}/health`);
+      results.push(await run(name, `http://127.0.0.1:${port}`, service.pid!, streams, providerFirstPieceMs));
+    } finally {
+      service.kill('SIGTERM');
+      await new Promise((resolve) => service.once('exit', resolve));
+    }
+  }
+  await fake.close();
+  return results;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({ options: { database: { type: 'string', default: 'data/bench-1000000.db' }, streams: { type: 'string', default: '200' } } });
+  const copy = 'data/bench-chat.db';
+  if (!existsSync(values.database)) throw new Error(`${values.database} does not exist: run npm run bench once, or npm run seed -- --database ${values.database}`);
+  for (const suffix of ['', '-wal', '-shm', '.secret']) rmSync(copy + suffix, { force: true });
+  copyFileSync(values.database, copy);
+  process.stdout.write(`${JSON.stringify(await benchChat({ database: copy, streams: Number(values.streams) }), null, 2)}\n`);
+}
