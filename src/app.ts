@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
 import { AudienceIndex } from './db/audience-index.ts';
 import { createCampaignRepository } from './db/campaigns.ts';
+import { createChatRepository } from './db/chat.ts';
 import { createIdempotencyKeyRepository } from './db/idempotency-keys.ts';
 import { createCustomerRepository } from './db/customers.ts';
 import { createRefreshTokenRepository } from './db/refresh-tokens.ts';
@@ -23,10 +24,13 @@ import { route, type Route } from './http/operation.ts';
 import { authenticate, authorize, invoke, routeRequest, validate } from './http/pipeline.ts';
 import { idempotentRequests } from './http/idempotency.ts';
 import { consoleFiles, loadConsoleFiles } from './http/static-files.ts';
+import { concurrentPerUser } from './http/concurrency.ts';
 import { callsPerUser, failuresPerKey } from './http/rate-limits.ts';
 import { createLanguageModel } from './llm/index.ts';
 import type { Sleep } from './llm/sleep.ts';
 import { campaignOperations } from './routes/campaigns.ts';
+import { chatOperations } from './routes/chat.ts';
+import { createConversation } from './chat/conversation.ts';
 import { Router } from './http/router.ts';
 import { authOperations } from './routes/auth.ts';
 import { customerOperations } from './routes/customers.ts';
@@ -79,6 +83,11 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   const campaigns = campaignOperations({ campaigns: createCampaignRepository(db), segments: segmentRepository, audience, model, clock });
   /** One budget per user for everything that calls the model: campaign generation and chat messages. */
   const modelCalls = callsPerUser(new SlidingWindowLimiter({ limit: config.modelCallsPerMinute, windowMs: 60_000 }), clock);
+  const chatRepository = createChatRepository(db);
+  const conversation = createConversation({ chats: chatRepository, customers: customerRepository, segments: segmentRepository, clock, promptBudget: config.chat.promptBudget });
+  const chat = chatOperations({ chats: chatRepository, conversation, model, clock, logger, heartbeatMs: config.chat.heartbeatMs });
+  /** Reply streams open at once, per user and in all. */
+  const openStreams = concurrentPerUser({ perUser: config.chat.streamsPerUser, total: config.chat.streamsTotal, what: 'Too many reply streams open' });
   const idempotent = idempotentRequests(createIdempotencyKeyRepository(db, randomUUID()), clock);
   const system = systemOperations({ db, routes: () => routes });
 
@@ -120,6 +129,14 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('DELETE', '/v1/campaigns/{id}', SIGNED_IN, campaigns.remove),
     route('PATCH', '/v1/campaigns/{id}/status', SIGNED_IN, campaigns.setStatus),
     route('GET', '/v1/campaigns/{id}/events', SIGNED_IN, campaigns.events),
+
+    route('POST', '/v1/chat/threads', SIGNED_IN, chat.createThread),
+    route('GET', '/v1/chat/threads', SIGNED_IN, chat.listThreads),
+    route('GET', '/v1/chat/threads/{id}', SIGNED_IN, chat.getThread),
+    route('DELETE', '/v1/chat/threads/{id}', SIGNED_IN, chat.deleteThread),
+    route('GET', '/v1/chat/threads/{id}/messages', SIGNED_IN, chat.listMessages),
+    route('POST', '/v1/chat/threads/{id}/messages', SIGNED_IN, chat.send, { limit: modelCalls }),
+    route('POST', '/v1/chat/threads/{id}/messages/stream', SIGNED_IN, chat.stream, { limit: modelCalls, concurrency: openStreams }),
   ];
 
   const router = new Router<Route>();

@@ -35,6 +35,15 @@ export interface Config {
   signInWindowSeconds: number;
   /** Campaign generations and chat messages allowed per user per minute. */
   modelCallsPerMinute: number;
+  chat: {
+    /** Pause of a reply stream, in milliseconds, after which a `: keep-alive` comment goes out. */
+    heartbeatMs: number;
+    /** Upper bound on the characters of one assistant prompt: system message and turns together. */
+    promptBudget: number;
+    /** Reply streams open at once, per user and over the whole service. */
+    streamsPerUser: number;
+    streamsTotal: number;
+  };
   admin: { email: string | undefined; password: string | undefined; name: string | undefined };
 }
 
@@ -107,6 +116,12 @@ export function loadConfig(env: Env): Config {
     signInMaxFailures: integer('SIGN_IN_MAX_FAILURES', 8, 1, 1000),
     signInWindowSeconds: integer('SIGN_IN_WINDOW_SECONDS', 900, 1, 86_400),
     modelCallsPerMinute: integer('MODEL_CALLS_PER_MINUTE', 30, 1, 100_000),
+    chat: {
+      heartbeatMs: integer('CHAT_HEARTBEAT_MS', 15_000, 10, 600_000),
+      promptBudget: integer('CHAT_PROMPT_BUDGET', 24_000, 4_000, 1_000_000),
+      streamsPerUser: integer('CHAT_STREAMS_PER_USER', 3, 1, 1_000),
+      streamsTotal: integer('CHAT_STREAMS_TOTAL', 100, 1, 100_000),
+    },
     admin: { email: text('ADMIN_EMAIL'), password: env.ADMIN_PASSWORD, name: text('ADMIN_NAME') },
   };
 }

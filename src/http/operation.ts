@@ -74,6 +74,8 @@ export interface RouteSettings {
   idempotent?: Guard;
   /** Then the rate limit, so replays and invalid requests cost nothing. */
   limit?: Guard;
+  /** Last, a cap on requests running at once, held until the handler returns (a stream's whole life). */
+  concurrency?: Guard;
 }
 
 export interface Route {
@@ -90,6 +92,6 @@ export function route(method: string, path: string, access: Access, op: AnyOpera
   if ((access === 'public') !== Boolean(op.isPublic)) {
     throw new Error(`${method} ${path}: access "${String(access)}" does not fit operation ${op.operationId}`);
   }
-  const guards = [settings.idempotent, settings.limit].filter((g): g is Guard => g !== undefined);
+  const guards = [settings.idempotent, settings.limit, settings.concurrency].filter((g): g is Guard => g !== undefined);
   return { method, path, access, operation: op, guards };
 }

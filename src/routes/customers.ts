@@ -2,7 +2,8 @@
 import * as v from 'valibot';
 import type { CustomerRepository } from '../db/customers.ts';
 import type { Clock } from '../domain/clock.ts';
-import { dayOf, healthOf, trailingMonths, type CustomerRecord, type CustomerStatus } from '../domain/customers.ts';
+import { activityTrend, customerHealth, customerKpis, topCustomers } from '../domain/customer-summary.ts';
+import type { CustomerRecord } from '../domain/customers.ts';
 import { AppError, type FieldError } from '../domain/errors.ts';
 import { operation } from '../http/operation.ts';
 import { IdParams, NullBody } from '../schemas/common.ts';
@@ -33,8 +34,6 @@ function toRecord(input: Partial<CustomerOutput>): Partial<CustomerRecord> {
   if (lastActivityDate !== undefined) record.lastActivityAt = lastActivityDate;
   return record;
 }
-
-const cents = (amount: number) => amount / 100;
 
 /** Returns the customers operations. */
 export function customerOperations({ customers, clock }: { customers: CustomerRepository; clock: Clock }) {
@@ -154,16 +153,7 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
     tag: 'customers',
     response: Kpis,
     handle() {
-      const totals = customers.stats.totalsByStatus();
-      const count = totals.active.customers + totals.inactive.customers + totals.churned.customers;
-      const value = totals.active.cents + totals.inactive.cents + totals.churned.cents;
-      return {
-        totalCustomers: count,
-        activeCustomers: totals.active.customers,
-        totalTransactionValue: cents(value),
-        averageCustomerValue: count === 0 ? 0 : cents(Math.round(value / count)),
-        statusCounts: { active: totals.active.customers, inactive: totals.inactive.customers, churned: totals.churned.customers },
-      };
+      return customerKpis(customers);
     },
   });
 
@@ -174,21 +164,7 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
     query: TrendQuery,
     response: Trend,
     handle({ query }) {
-      const months = trailingMonths(clock(), query.months);
-      const starts = months.map((m) => dayOf(Date.parse(`${m}-01T00:00:00Z`)));
-      const [first] = months;
-      const end = new Date(`${first}-01T00:00:00Z`);
-      end.setUTCMonth(end.getUTCMonth() + query.months);
-      const points = months.map((month) => ({ month, value: 0, customers: 0, churned: 0 }));
-      let m = 0;
-      for (const bucket of customers.stats.daysBetween(starts[0]!, dayOf(end.getTime()))) {
-        while (m + 1 < starts.length && bucket.day >= starts[m + 1]!) m++;
-        const point = points[m]!;
-        point.value += bucket.amount_cents;
-        point.customers += bucket.customers;
-        if ((bucket.status as CustomerStatus) === 'churned') point.churned += bucket.customers;
-      }
-      return points.map((p) => ({ ...p, value: cents(p.value) }));
+      return activityTrend(customers, clock(), query.months);
     },
   });
 
@@ -198,8 +174,7 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
     tag: 'customers',
     response: Health,
     handle() {
-      const { counts, staleActives } = customers.stats.healthInputs(clock());
-      return healthOf(counts, staleActives);
+      return customerHealth(customers, clock());
     },
   });
 
@@ -210,18 +185,7 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
     query: TopQuery,
     response: TopCustomers,
     handle({ query }) {
-      const totals = customers.stats.totalsByStatus();
-      return {
-        totalValue: cents(totals.active.cents + totals.inactive.cents + totals.churned.cents),
-        items: customers.topCustomers(query.limit).map(({ id, name, country, status, totalAmountSpent, totalTransactions }) => ({
-          id,
-          name,
-          country,
-          status,
-          totalAmountSpent,
-          totalTransactions,
-        })),
-      };
+      return topCustomers(customers, query.limit);
     },
   });
 

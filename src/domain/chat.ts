@@ -1,0 +1,20 @@
+// Assistant chat threads: their default title and the title a first message gives them.
+
+export const DEFAULT_THREAD_TITLE = 'New conversation';
+
+/** Longest title taken from a first message, the ellipsis included. */
+export const AUTO_TITLE_LENGTH = 60;
+
+export const MESSAGE_ROLES = ['user', 'assistant'] as const;
+export type MessageRole = (typeof MESSAGE_ROLES)[number];
+
+/**
+ * Returns the title a default-titled thread takes from its first message: the message's first non-blank line with its white space runs as single spaces, cut
+ * to 60 characters (counted as code points, so no emoji is split) ending in an ellipsis when it was longer.
+ */
+export function titleFromMessage(content: string): string {
+  const line = content.split(/\r\n|\r|\n/).map((l) => l.replace(/\s+/g, ' ').trim()).find(Boolean) ?? DEFAULT_THREAD_TITLE;
+  const characters = Array.from(line);
+  if (characters.length <= AUTO_TITLE_LENGTH) return line;
+  return `${characters.slice(0, AUTO_TITLE_LENGTH - 1).join('').trimEnd()}…`;
+}
