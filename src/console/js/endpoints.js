@@ -1,6 +1,6 @@
 // @ts-check
 // One typed function per API operation the console uses; screens call these, never raw paths.
-import { request } from './api.js';
+import { request, send } from './api.js';
 
 /** @typedef {{ signal?: AbortSignal }} Opts */
 
@@ -69,4 +69,23 @@ export const users = {
   create: (body) => request('POST', '/v1/users', { body }),
   /** @param {string} userId @param {import('./types.js').UserChanges} body @returns {Promise<import('./types.js').User>} */
   update: (userId, body) => request('PATCH', `/v1/users/${id(userId)}`, { body }),
+};
+
+export const chat = {
+  /** @param {Opts} [o] @returns {Promise<import('./types.js').ThreadPage>} */
+  threads: (o = {}) => request('GET', '/v1/chat/threads', { query: { limit: 100 }, ...o }),
+  /** @param {string} [title] @returns {Promise<import('./types.js').Thread>} */
+  createThread: (title) => request('POST', '/v1/chat/threads', { body: title ? { title } : {} }),
+  /** @param {string} threadId @param {Opts} [o] @returns {Promise<import('./types.js').Thread>} */
+  thread: (threadId, o = {}) => request('GET', `/v1/chat/threads/${id(threadId)}`, o),
+  /** @param {string} threadId @returns {Promise<null>} */
+  deleteThread: (threadId) => request('DELETE', `/v1/chat/threads/${id(threadId)}`),
+  /** @param {string} threadId @param {Opts} [o] @returns {Promise<import('./types.js').Message[]>} */
+  messages: (threadId, o = {}) => request('GET', `/v1/chat/threads/${id(threadId)}/messages`, o),
+  /**
+   * Asks the assistant; resolves with the streaming response once the service has accepted the question.
+   * @param {string} threadId @param {string} content @param {AbortSignal} signal @returns {Promise<Response>}
+   */
+  stream: (threadId, content, signal) =>
+    send('POST', `/v1/chat/threads/${id(threadId)}/messages/stream`, { body: { content }, headers: { accept: 'text/event-stream' }, signal }),
 };

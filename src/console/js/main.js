@@ -103,8 +103,9 @@ function show(place, moveFocus = true) {
     if (found && link.getAttribute('href') === found.route.nav) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
-  if (found && current && current.route === found.route && current.path === place.path && current.view) {
-    current.view.update(place);
+  if (found?.match && current && current.route === found.route && current.view) {
+    current.path = place.path;
+    current.view.update(place, { ...found.match.groups });
     return;
   }
   current?.controller.abort();

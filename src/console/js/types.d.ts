@@ -2,6 +2,7 @@
 // `tsc` fails on the console code that reads it; and the few types of page building. Type-checking only; never served.
 import type * as v from 'valibot';
 import type * as campaigns from '../../schemas/campaigns.ts';
+import type * as chat from '../../schemas/chat.ts';
 import type * as customers from '../../schemas/customers.ts';
 import type * as segments from '../../schemas/segments.ts';
 import type * as users from '../../schemas/users.ts';
@@ -42,6 +43,12 @@ export type GenerateRequest = v.InferInput<typeof campaigns.GenerateRequest>;
 export type CampaignQuery = v.InferInput<typeof campaigns.CampaignListQuery>;
 export type CampaignCopy = Pick<Campaign, 'title' | 'message' | 'callToAction'>;
 
+export type Thread = v.InferOutput<typeof chat.Thread>;
+export type ThreadPage = v.InferOutput<typeof chat.ThreadPage>;
+export type Message = v.InferOutput<typeof chat.Message>;
+/** One `data:` frame of a streamed reply: start, delta, done or error. */
+export type StreamEvent = v.InferOutput<typeof chat.StreamEvent>;
+
 /** A field error of a `validation_failed` problem. */
 export interface FieldError {
   field: string;
@@ -75,5 +82,8 @@ export interface ScreenContext {
   signal: AbortSignal;
 }
 
-/** A screen draws itself into `root`; it may take query changes in place (filters, pages) instead of being rebuilt. */
-export type Screen = (root: HTMLElement, context: ScreenContext) => void | { update(place: Place): void };
+/**
+ * A screen draws itself into `root`. One that returns `update` takes later places of its own route in place
+ * (filters, pages, another thread) instead of being rebuilt.
+ */
+export type Screen = (root: HTMLElement, context: ScreenContext) => void | { update(place: Place, params: Record<string, string>): void };
