@@ -132,7 +132,7 @@ export function customersScreen(root, { query, signal }) {
       { class: 'table-wrap' },
       h(
         'table',
-        { class: 'data' },
+        { class: 'data sortable' },
         h('caption', { class: 'visually-hidden' }, 'Customers, sortable by the linked column headings'),
         h(
           'thead',
@@ -182,11 +182,11 @@ export function customersScreen(root, { query, signal }) {
       'tr',
       {},
       h('td', {}, h('span', { class: 'strong' }, customer.name), h('span', { class: 'muted small block' }, customer.email)),
-      h('td', {}, customer.country),
-      h('td', {}, h('span', { class: `badge status-${customer.status}` }, CUSTOMER_STATUS_NAMES[customer.status])),
-      h('td', { class: 'num' }, count(customer.totalTransactions)),
-      h('td', { class: 'num' }, money(customer.totalAmountSpent)),
-      h('td', {}, date(customer.lastActivityDate)),
+      h('td', { 'data-label': 'Country' }, customer.country),
+      h('td', { 'data-label': 'Status' }, h('span', { class: `badge status-${customer.status}` }, CUSTOMER_STATUS_NAMES[customer.status])),
+      h('td', { class: 'num', 'data-label': 'Transactions' }, count(customer.totalTransactions)),
+      h('td', { class: 'num', 'data-label': 'Spent' }, money(customer.totalAmountSpent)),
+      h('td', { 'data-label': 'Last activity' }, date(customer.lastActivityDate)),
       h('td', { class: 'row-actions' }, edit, remove),
     );
   };
@@ -212,8 +212,9 @@ export function customersScreen(root, { query, signal }) {
   return {
     update(place) {
       filters = filtersOf(place.query);
-      if (document.activeElement !== search) search.value = filters.search;
-      if (document.activeElement !== country) country.value = filters.country;
+      // Typing leads here with the URL already matching the box; back and forward bring other values to show.
+      if (search.value.trim() !== filters.search) search.value = filters.search;
+      if (country.value.trim() !== filters.country) country.value = filters.country;
       status.value = filters.status;
       void load();
     },

@@ -80,9 +80,9 @@ export function usersScreen(root, { signal }) {
       'tr',
       { class: user.isActive ? '' : 'inactive-row' },
       h('td', {}, h('span', { class: 'strong' }, user.fullName), isMe ? h('span', { class: 'muted small' }, ' (you)') : null, h('span', { class: 'muted small block' }, user.email)),
-      h('td', {}, role),
-      h('td', {}, h('span', { class: `badge ${user.isActive ? 'status-active' : 'status-inactive'}` }, user.isActive ? 'Active' : 'Deactivated')),
-      h('td', {}, dateTime(user.createdAt)),
+      h('td', { 'data-label': 'Role' }, role),
+      h('td', { 'data-label': 'Status' }, h('span', { class: `badge ${user.isActive ? 'status-active' : 'status-inactive'}` }, user.isActive ? 'Active' : 'Deactivated')),
+      h('td', { 'data-label': 'Since' }, dateTime(user.createdAt)),
       h('td', { class: 'row-actions' }, isMe ? null : toggle),
     );
   };
