@@ -12,6 +12,7 @@ import { createUserRepository, type User } from '../src/db/users.ts';
 import type { Role } from '../src/domain/auth-user.ts';
 import { hashPassword } from '../src/domain/passwords.ts';
 import { createLogger } from '../src/http/logger.ts';
+import type { Sleep } from '../src/llm/sleep.ts';
 
 export const PASSWORD = 'correct horse battery';
 let passwordHash: Promise<string> | undefined;
@@ -64,7 +65,7 @@ export interface TestService {
 let userCounter = 0;
 
 /** Starts the service on a free port with a fresh database; `env` adds configuration variables. */
-export async function startService(options: { env?: Record<string, string>; clock?: TestClock; fetch?: typeof fetch } = {}): Promise<TestService> {
+export async function startService(options: { env?: Record<string, string>; clock?: TestClock; fetch?: typeof fetch; sleep?: Sleep } = {}): Promise<TestService> {
   const dir = mkdtempSync(join(tmpdir(), 'campaigns-test-'));
   const config = loadConfig({
     DATABASE_PATH: join(dir, 'test.db'),
@@ -96,7 +97,7 @@ export async function startService(options: { env?: Record<string, string>; cloc
       };
       logWaiters.add(waiter);
     });
-  const app = createApp({ db, config, clock: clock.now, logger, fetch: options.fetch });
+  const app = createApp({ db, config, clock: clock.now, logger, fetch: options.fetch, sleep: options.sleep });
   const server: Server = createServer(app.listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
