@@ -47,8 +47,29 @@ describe('console: campaigns, review, assistant, users', () => {
     await page.getByLabel('SMS').check();
     await page.getByLabel('Tone').selectOption('urgent');
     await screenshots(page, 'campaign-new');
+
+    // The first answer is lost on the way back (the service did draft it): "Try again" must get that draft, not a second.
+    const keys: string[] = [];
+    await page.route('**/v1/campaigns/generate', async (route) => {
+      keys.push(route.request().headers()['idempotency-key'] ?? '');
+      if (keys.length === 1) {
+        await route.fetch();
+        await route.abort('connectionreset');
+      } else {
+        await route.continue();
+      }
+    });
     await page.getByRole('button', { name: 'Draft campaign' }).click();
+    await page.getByText('The service cannot be reached. Check your connection and try again.').waitFor();
+    const replayed = page.waitForResponse((response) => response.url().endsWith('/v1/campaigns/generate'));
+    await page.getByRole('button', { name: 'Try again' }).click();
+    assert.equal((await replayed).headers()['idempotency-replayed'], 'true');
+    await page.unroute('**/v1/campaigns/generate');
+    assert.equal(keys.length, 2);
+    assert.match(keys[0]!, /^[0-9a-f-]{32,36}$/);
+    assert.equal(keys[1], keys[0]);
     await page.getByRole('heading', { name: 'Preview: SMS' }).waitFor();
+    assert.equal((await harness.service.request('GET', '/v1/campaigns', { token })).body.total, 1);
     campaignUrl = new URL(page.url()).pathname;
     assert.match(campaignUrl, /^\/campaigns\/[^/]+$/);
     await page.locator('.sms-bubble').filter({ hasText: '15%' }).waitFor();

@@ -164,6 +164,39 @@ describe('console: customers, import, segments, session', () => {
     assert.match(page.url(), /\/customers$/);
     await signIn(page, harness.emails.lifecycle_marketer);
     await page.getByRole('heading', { name: 'Customers' }).waitFor();
+  });
+
+  test('a marketing lead creates, edits and deletes a customer; a duplicate email is refused beside its field', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await signIn(page, harness.emails.marketing_lead);
+    await page.getByRole('link', { name: 'Customers' }).click();
+    await page.getByRole('button', { name: 'New customer' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New customer' });
+    await dialog.getByLabel('Name').fill('Ada Byron');
+    await dialog.getByLabel('Email').fill('grace.hopper@navy.example.com');
+    await dialog.getByLabel('Country').fill('United Kingdom');
+    await dialog.getByLabel('Transactions').fill('-1');
+    await dialog.getByRole('button', { name: 'Create customer' }).click();
+    await dialog.getByText('Must be 0 or more.').waitFor();
+    assert.equal(await dialog.getByLabel('Transactions').getAttribute('aria-invalid'), 'true');
+    await dialog.getByLabel('Transactions').fill('4');
+    await dialog.getByRole('button', { name: 'Create customer' }).click();
+    await dialog.getByText('A customer with the email grace.hopper@navy.example.com already exists.').waitFor();
+    await dialog.getByLabel('Email').fill('ada@analytical.example.com');
+    await dialog.getByRole('button', { name: 'Create customer' }).click();
+    await dialog.waitFor({ state: 'detached' });
+
+    await page.getByLabel('Search').fill('ada byron');
+    const row = page.locator('tbody tr').filter({ hasText: 'ada@analytical.example.com' });
+    await row.getByRole('button', { name: 'Edit Ada Byron' }).click();
+    const edit = page.getByRole('dialog', { name: 'Edit Ada Byron' });
+    await edit.getByLabel('Status').selectOption('churned');
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await row.getByText('Churned').waitFor();
+
+    await row.getByRole('button', { name: 'Delete Ada Byron' }).click();
+    await page.getByRole('dialog', { name: 'Delete customer' }).getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('No customers match').waitFor();
     assertNoPageProblems(harness);
   });
 });

@@ -22,6 +22,8 @@ let renewal = null;
 let timer;
 /** @type {Set<() => void>} */
 const expiredListeners = new Set();
+/** Counts sessions forgotten, so an answer to a refresh sent before signing out cannot revive the session. */
+let generation = 0;
 
 /** The signed-in user, or null. */
 export function user() {
@@ -60,6 +62,7 @@ export async function resume() {
 
 /** Revokes the refresh token and forgets the session; a failure to reach the service still signs out here. */
 export async function signOut() {
+  await renewal?.catch(() => {}); // a renewal under way is about to replace the token: revoke the new one
   const refreshToken = sessionStorage.getItem(STORAGE_KEY);
   try {
     if (refreshToken && accessToken) await request('POST', '/v1/auth/sign-out', { body: { refreshToken } });
@@ -100,6 +103,7 @@ function adopt(session) {
 }
 
 function forget() {
+  generation += 1;
   clearTimeout(timer);
   accessToken = null;
   currentUser = null;
@@ -119,9 +123,13 @@ function renew() {
 async function exchange() {
   const refreshToken = sessionStorage.getItem(STORAGE_KEY);
   if (!refreshToken) throw expired();
+  const asked = generation;
   try {
-    adopt(await request('POST', '/v1/auth/refresh', { body: { refreshToken }, anonymous: true }));
+    const session = await request('POST', '/v1/auth/refresh', { body: { refreshToken }, anonymous: true });
+    if (asked !== generation) throw new ApiError({ status: 401, code: 'session_expired', detail: 'Signed out meanwhile.' });
+    adopt(session);
   } catch (error) {
+    if (asked !== generation) throw error;
     // Only a refused token ends the session; a network failure leaves it for the next try.
     if (error instanceof ApiError && (error.code === 'session_expired' || error.code === 'validation_failed')) throw expired();
     throw error;

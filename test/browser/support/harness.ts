@@ -28,13 +28,13 @@ export interface Harness {
 }
 
 /**
- * Starts the service (clock at the real time, so dates typed in the page are valid; `slowStreams` paces the local
- * generator's streamed pieces so a reply can be watched and stopped) and a browser with a fresh profile.
+ * Starts the service (by default on a clock set to the real time, so dates typed in the page are valid; `slowStreams`
+ * paces the local generator's streamed pieces so a reply can be watched and stopped) and a browser with a fresh profile.
  */
-export async function startHarness(options: { slowStreams?: number } = {}): Promise<Harness> {
+export async function startHarness(options: { slowStreams?: number; env?: Record<string, string>; clock?: TestClock } = {}): Promise<Harness> {
   const factor = options.slowStreams ?? 1;
   const sleep: Sleep = (ms, signal) => realSleep(ms * factor, signal);
-  const service = await startService({ clock: new TestClock(new Date()), sleep, env: { LOG_LEVEL: 'warn' } });
+  const service = await startService({ clock: options.clock ?? new TestClock(new Date()), sleep, env: { LOG_LEVEL: 'warn', ...options.env } });
   const emails = {} as Record<Role, string>;
   for (const role of ['lifecycle_marketer', 'marketing_lead', 'admin'] as const) emails[role] = (await service.createUser(role)).email;
   const profile = mkdtempSync(join(tmpdir(), 'console-browser-'));
