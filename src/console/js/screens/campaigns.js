@@ -40,7 +40,7 @@ export function campaignsScreen(root, { query, signal }) {
 
   root.append(
     pageHeader('Campaigns', 'Drafted by the model for a segment, then reviewed before sending.', h('a', { href: '/campaigns/new', class: 'button' }, 'New campaign')),
-    h('form', { class: 'toolbar', 'aria-label': 'Filter campaigns', onsubmit: (/** @type {Event} */ e) => e.preventDefault() }, field({ label: 'Status', control: status }), field({ label: 'Channel', control: channel }), field({ label: 'Segment', control: segment })),
+    h('form', { class: 'toolbar thirds', 'aria-label': 'Filter campaigns', onsubmit: (/** @type {Event} */ e) => e.preventDefault() }, field({ label: 'Status', control: status }), field({ label: 'Channel', control: channel }), field({ label: 'Segment', control: segment })),
     results,
   );
 
