@@ -197,6 +197,24 @@ describe('console: customers, import, segments, session', () => {
     await row.getByRole('button', { name: 'Delete Ada Byron' }).click();
     await page.getByRole('dialog', { name: 'Delete customer' }).getByRole('button', { name: 'Delete' }).click();
     await page.getByText('No customers match').waitFor();
+  });
+
+  test('a large file goes in batches of at most 1000 rows, with the progress bar following', async () => {
+    const sizes: number[] = [];
+    page.on('request', (request) => {
+      if (request.url().endsWith('/v1/customers/import')) sizes.push((request.postDataJSON() as { customers: unknown[] }).customers.length);
+    });
+    const lines = ['name,email,country,totalTransactions,totalAmountSpent,lastActivityDate,status'];
+    for (let i = 0; i < 2100; i++) lines.push(`Bulk ${i},bulk${i}@example.com,Portugal,${i % 9},${i % 300}.5,2026-10-01,active`);
+    await page.getByLabel('Search').fill('');
+    await page.getByRole('button', { name: 'Import CSV' }).click();
+    await page.getByLabel('CSV file').setInputFiles({ name: 'bulk.csv', mimeType: 'text/csv', buffer: Buffer.from(lines.join('\n')) });
+    await page.getByRole('button', { name: 'Import', exact: true }).click();
+    await page.getByText('Imported 2,100 customers. No rows were rejected.').waitFor();
+    assert.deepEqual(sizes, [1000, 1000, 100]);
+    assert.equal(await page.locator('progress').getAttribute('value'), '2100');
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByText(/of 2,142 customers$/).waitFor(); // 40 + 2 imported earlier + 2,100
     assertNoPageProblems(harness);
   });
 });

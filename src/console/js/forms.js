@@ -42,10 +42,10 @@ export function formError() {
 
 /**
  * Opens a modal dialog holding `content`; resolves with the value passed to `close` (undefined on Escape).
- * Focus returns to where it was.
+ * Focus returns to where it was; `closed` aborts when the dialog closes, however that happens.
  * @template T
  * @param {string} title
- * @param {(close: (value?: T) => void) => import('./dom.js').Child} build
+ * @param {(close: (value?: T) => void, closed: AbortSignal) => import('./dom.js').Child} build
  * @returns {Promise<T | undefined>}
  */
 export function openDialog(title, build) {
@@ -62,12 +62,14 @@ export function openDialog(title, build) {
   dialog.append(
     h('div', { class: 'dialog-head' }, h('h2', { id: titleId }, title), h('button', { type: 'button', class: 'icon-button', 'aria-label': 'Close', onclick: () => close() }, '×')),
   );
-  const body = build(close);
+  const closing = new AbortController();
+  const body = build(close, closing.signal);
   if (body) dialog.append(/** @type {Node} */ (body));
   document.body.append(dialog);
   dialog.showModal();
   return new Promise((resolve) => {
     dialog.addEventListener('close', () => {
+      closing.abort();
       dialog.remove();
       if (previous instanceof HTMLElement) previous.focus();
       resolve(result);

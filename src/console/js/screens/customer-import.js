@@ -17,9 +17,7 @@ const BATCH_SIZE = 1000;
 /** Opens the import dialog; resolves true when at least one customer was imported. */
 export async function importDialog() {
   let importedAny = false;
-  /** @type {AbortController | undefined} */
-  let running;
-  await openDialog('Import customers from CSV', (close) => {
+  await openDialog('Import customers from CSV', (close, closed) => {
     const file = h('input', { type: 'file', name: 'file', accept: '.csv,text/csv' });
     const start = h('button', { type: 'submit', class: 'button' }, 'Import');
     const cancel = h('button', { type: 'button', class: 'button secondary' }, 'Close');
@@ -35,10 +33,8 @@ export async function importDialog() {
       report,
       h('div', { class: 'dialog-actions' }, cancel, start),
     );
-    cancel.addEventListener('click', () => {
-      running?.abort();
-      close();
-    });
+    // Closing the dialog (this button or Escape) stops the import: the batch under way is cancelled, no more are sent.
+    cancel.addEventListener('click', () => close());
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
       clearFormErrors(form);
@@ -60,7 +56,6 @@ export async function importDialog() {
       start.disabled = true;
       file.disabled = true;
       cancel.textContent = 'Stop';
-      running = new AbortController();
 
       let imported = 0;
       let sent = 0;
@@ -70,8 +65,9 @@ export async function importDialog() {
       let failure;
       for (const batch of batches(customers, BATCH_SIZE)) {
         try {
-          const answer = await api.customers.importRows(batch, { signal: running.signal });
+          const answer = await api.customers.importRows(batch, { signal: closed });
           imported += answer.imported;
+          importedAny ||= answer.imported > 0;
           // The service numbers rows within the batch; shift them to the row's place in the file.
           for (const f of answer.failures) failures.push({ ...f, row: f.row + sent });
         } catch (error) {
@@ -82,8 +78,7 @@ export async function importDialog() {
         bar.value = sent;
         words.textContent = `Sent ${count(sent)} of ${count(customers.length)} rows…`;
       }
-      running = undefined;
-      importedAny ||= imported > 0;
+      if (closed.aborted) return;
       words.textContent = `Imported ${plural(imported, 'customer')}. ${failures.length ? `${plural(failures.length, 'row was', 'rows were')} rejected.` : 'No rows were rejected.'}`;
       if (failure) {
         words.textContent += ` Stopped after ${count(sent)} of ${count(customers.length)} rows: ${describe(failure)} Rows after ${count(sent)} were not sent.`;
