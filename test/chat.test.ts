@@ -406,7 +406,7 @@ describe('chat in the machine description', () => {
       assert.ok(stream.responses['429'], 'the stream documents rate_limited');
       const content = stream.responses['200'].content;
       assert.deepEqual(Object.keys(content), ['text/event-stream']);
-      const frames = content['text/event-stream'].itemSchema.oneOf;
+      const frames = content['text/event-stream']['x-sse-data'].oneOf;
       assert.deepEqual(frames.map((f: any) => f.properties.type.const), ['start', 'delta', 'done', 'error']);
       assert.deepEqual(frames[3].properties.code.enum.slice(0, 2), ['llm_unavailable', 'llm_error']);
     } finally {

@@ -61,7 +61,13 @@ const PROBLEM_HEADERS: Partial<Record<ErrorCode, JsonSchema>> = {
 function responses(route: Route): JsonSchema {
   const { events, response } = route.operation;
   const content = events
-    ? { 'text/event-stream': { schema: { type: 'string', description: 'Server-sent events: `data:` lines, each one JSON object.' }, itemSchema: jsonSchema(events, 'output') } }
+    ? {
+        'text/event-stream': {
+          schema: { type: 'string', description: 'Server-sent events: `data:` lines, each one JSON object described by `x-sse-data`; `:` lines are keep-alive comments.' },
+          // OpenAPI 3.1 has no place for the schema of each event (3.2's itemSchema); an extension carries it.
+          'x-sse-data': jsonSchema(events, 'output'),
+        },
+      }
     : { 'application/json': { schema: jsonSchema(response, 'output') } };
   const out: JsonSchema = { '200': { description: 'Success', headers: { ...COMMON_HEADERS, ...SUCCESS_HEADERS(route) }, content } };
   for (const code of problemCodes(route)) {
