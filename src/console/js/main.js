@@ -43,7 +43,7 @@ const NAV = [
 
 const app = /** @type {HTMLElement} */ (document.getElementById('app'));
 
-/** @type {{ route: Route, path: string, controller: AbortController, view: ReturnType<Screen> } | null} */
+/** @type {{ route: Route, controller: AbortController, view: ReturnType<Screen> } | null} */
 let current = null;
 /** @type {{ main: HTMLElement, links: HTMLAnchorElement[], nav: HTMLElement, toggle: HTMLButtonElement } | null} */
 let shell = null;
@@ -104,7 +104,6 @@ function show(place, moveFocus = true) {
     else link.removeAttribute('aria-current');
   }
   if (found?.match && current && current.route === found.route && current.view) {
-    current.path = place.path;
     current.view.update(place, { ...found.match.groups });
     return;
   }
@@ -118,7 +117,7 @@ function show(place, moveFocus = true) {
   } else {
     const controller = new AbortController();
     const params = /** @type {Record<string, string>} */ ({ ...found.match.groups });
-    current = { route: found.route, path: place.path, controller, view: undefined };
+    current = { route: found.route, controller, view: undefined };
     current.view = found.route.screen(main, { params, query: place.query, signal: controller.signal });
   }
   if (moveFocus) /** @type {HTMLElement | null} */ (main.querySelector('h1'))?.focus();
