@@ -1,5 +1,6 @@
 // `npm run demo`: the service on its own demo database, seeded on first run with 5,000 customers over 24 months,
-// one user of each role and a few saved segments. Credentials are printed. DEMO_DATABASE_PATH moves it.
+// one user of each role, a few saved segments, campaigns at every review step and an assistant conversation.
+// Credentials are printed. DEMO_DATABASE_PATH moves it.
 import { existsSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { AudienceIndex } from '../src/db/audience-index.ts';
@@ -10,6 +11,7 @@ import type { Role } from '../src/domain/auth-user.ts';
 import { hashPassword } from '../src/domain/passwords.ts';
 import { compileConditions, type Condition } from '../src/domain/segments.ts';
 import { startService } from '../src/server.ts';
+import { addDemoContent } from './demo-content.ts';
 import { seedDatabase } from './seed.ts';
 
 const path = process.env.DEMO_DATABASE_PATH ?? './data/demo.db';
@@ -38,6 +40,7 @@ async function prepare(): Promise<void> {
     const matchCount = await audience.count(compileConditions(s.conditions, new Date()));
     saved.insertSegment({ ...s, matchCount, createdBy: created[1]!.id }, new Date());
   }
+  await addDemoContent(db, created, new Date());
   db.close();
 }
 
@@ -45,7 +48,7 @@ try {
   await prepare();
   const service = await startService(loadConfig({ ...process.env, DATABASE_PATH: path }));
   process.stderr.write(
-    `\nDemo running at ${service.url} on ${path} (5,000 customers, 3 segments). Sign in with password "${PASSWORD}" as:\n` +
+    `\nDemo running at ${service.url} on ${path} (5,000 customers, 3 segments, 5 campaigns). Open ${service.url}/ in a browser and sign in with password "${PASSWORD}" as:\n` +
       people.map((p) => `  ${p.email.padEnd(28)} ${p.role}`).join('\n') +
       `\nExample: curl -s -X POST ${service.url}/v1/auth/sign-in -H 'content-type: application/json' -d '{"email":"lead@demo.example.com","password":"${PASSWORD}"}'\n\n`,
   );

@@ -1,5 +1,6 @@
 // The service: its middleware order and its route table, with the role each route needs.
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
 import { AudienceIndex } from './db/audience-index.ts';
@@ -23,6 +24,7 @@ import { createLogger, type Logger } from './http/logger.ts';
 import { route, type Route } from './http/operation.ts';
 import { authenticate, authorize, invoke, routeRequest, validate } from './http/pipeline.ts';
 import { idempotentRequests } from './http/idempotency.ts';
+import { consoleFiles, loadConsoleFiles } from './http/static-files.ts';
 import { concurrentPerUser } from './http/concurrency.ts';
 import { callsPerUser, failuresPerKey } from './http/rate-limits.ts';
 import { createLanguageModel } from './llm/index.ts';
@@ -53,6 +55,10 @@ const ANYONE = 'public';
 const SIGNED_IN = 'signed_in';
 const ADMIN: readonly Role[] = ['admin'];
 const LEAD_OR_ADMIN: readonly Role[] = ['marketing_lead', 'admin'];
+/** The web console's pages, styles and scripts, served at `/`. */
+const CONSOLE_DIR = fileURLToPath(new URL('./console/', import.meta.url));
+/** Paths that belong to the API: the console never answers them, even for a file of the same name. */
+const API_PREFIXES = ['/v1', '/health'];
 
 /** Returns the request listener and the route table of the service. */
 export function createApp({ db, config, clock = systemClock, fetch, sleep, random, logger = createLogger(config.logLevel) }: AppDeps) {
@@ -151,6 +157,7 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
 
   const handle = compose<Context>([
     cors(config.corsOrigins),
+    consoleFiles(loadConsoleFiles(CONSOLE_DIR), API_PREFIXES), // GET/HEAD outside the API: the console
     routeRequest(router), // 404, 405
     authenticate(accessTokens, activeUser, clock), // 401
     authorize(), // 403

@@ -88,7 +88,8 @@ test('an unknown path is 404 not_found as a problem document', async () => {
 });
 
 test('an unknown path outside /v1 is 404 not_found too', async () => {
-  const reply = await service.request('GET', '/');
+  // `/` and the console's routes are the web console (test/console-static.test.ts); a file it does not have is not.
+  const reply = await service.request('GET', '/no-such-file.txt');
   assertProblem(reply, 404, 'not_found');
 });
 

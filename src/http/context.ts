@@ -12,6 +12,8 @@ export interface Reply {
   body: unknown;
   /** The body already serialised (a stored idempotent reply), sent byte for byte. */
   raw?: string;
+  /** A file's bytes (a console file), sent as they are; its content type is in `headers`. */
+  bytes?: Uint8Array;
 }
 
 /** Path, query and body after validation, and the body as it arrived (for idempotency). */

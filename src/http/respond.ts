@@ -4,9 +4,14 @@ import { AppError } from '../domain/errors.ts';
 import type { Reply } from './context.ts';
 import { toProblem, type Problem } from './problem.ts';
 
-/** Sends the reply: its JSON body (or the stored bytes of a replay) with its status and headers. */
+/** Sends the reply: its JSON body (or the stored bytes of a replay, or a file's bytes) with its status and headers. */
 export function sendReply(res: ServerResponse, reply: Reply, contentType = 'application/json'): void {
   for (const [name, value] of Object.entries(reply.headers)) res.setHeader(name, value);
+  if (reply.bytes) {
+    res.writeHead(reply.status, { 'content-length': reply.bytes.byteLength });
+    res.end(reply.bytes); // node sends no body for HEAD
+    return;
+  }
   if (reply.body === undefined && reply.raw === undefined) {
     res.writeHead(reply.status);
     res.end();

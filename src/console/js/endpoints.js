@@ -1,0 +1,91 @@
+// @ts-check
+// One typed function per API operation the console uses; screens call these, never raw paths.
+import { request, send } from './api.js';
+
+/** @typedef {{ signal?: AbortSignal }} Opts */
+
+const id = encodeURIComponent;
+
+export const customers = {
+  /** @param {import('./types.js').CustomerQuery} query @param {Opts} [o] @returns {Promise<import('./types.js').CustomerPage>} */
+  list: (query, o = {}) => request('GET', '/v1/customers', { query, ...o }),
+  /** @param {import('./types.js').CustomerInput} body @returns {Promise<import('./types.js').Customer>} */
+  create: (body) => request('POST', '/v1/customers', { body }),
+  /** @param {string} customerId @param {Partial<import('./types.js').CustomerInput>} body @returns {Promise<import('./types.js').Customer>} */
+  update: (customerId, body) => request('PATCH', `/v1/customers/${id(customerId)}`, { body }),
+  /** @param {string} customerId @returns {Promise<null>} */
+  remove: (customerId) => request('DELETE', `/v1/customers/${id(customerId)}`),
+  /** @param {Record<string, unknown>[]} rows @param {Opts} [o] @returns {Promise<import('./types.js').ImportReport>} */
+  importRows: (rows, o = {}) => request('POST', '/v1/customers/import', { body: { customers: rows }, ...o }),
+  /** @param {Opts} [o] @returns {Promise<import('./types.js').Kpis>} */
+  kpis: (o = {}) => request('GET', '/v1/customers/kpis', o),
+  /** @param {number} months @param {Opts} [o] @returns {Promise<import('./types.js').TrendPoint[]>} */
+  trend: (months, o = {}) => request('GET', '/v1/customers/trend', { query: { months }, ...o }),
+  /** @param {Opts} [o] @returns {Promise<import('./types.js').Health>} */
+  health: (o = {}) => request('GET', '/v1/customers/health', o),
+  /** @param {number} limit @param {Opts} [o] @returns {Promise<import('./types.js').TopCustomers>} */
+  top: (limit, o = {}) => request('GET', '/v1/customers/top', { query: { limit }, ...o }),
+};
+
+export const segments = {
+  /** @param {Opts} [o] @returns {Promise<import('./types.js').Segment[]>} */
+  list: (o = {}) => request('GET', '/v1/segments', o),
+  /** @param {string} segmentId @param {Opts} [o] @returns {Promise<import('./types.js').Segment>} */
+  get: (segmentId, o = {}) => request('GET', `/v1/segments/${id(segmentId)}`, o),
+  /** @param {import('./types.js').Condition[]} conditions @param {Opts} [o] @returns {Promise<import('./types.js').Preview>} */
+  preview: (conditions, o = {}) => request('POST', '/v1/segments/preview', { body: { conditions }, ...o }),
+  /** @param {{ name: string, conditions: import('./types.js').Condition[] }} body @returns {Promise<import('./types.js').Segment>} */
+  create: (body) => request('POST', '/v1/segments', { body }),
+  /** @param {string} segmentId @param {{ name?: string, conditions?: import('./types.js').Condition[] }} body @returns {Promise<import('./types.js').Segment>} */
+  update: (segmentId, body) => request('PATCH', `/v1/segments/${id(segmentId)}`, { body }),
+  /** @param {string} segmentId @returns {Promise<null>} */
+  remove: (segmentId) => request('DELETE', `/v1/segments/${id(segmentId)}`),
+};
+
+export const campaigns = {
+  /** @param {import('./types.js').CampaignQuery} query @param {Opts} [o] @returns {Promise<import('./types.js').CampaignPage>} */
+  list: (query, o = {}) => request('GET', '/v1/campaigns', { query, ...o }),
+  /** @param {string} campaignId @param {Opts} [o] @returns {Promise<import('./types.js').Campaign>} */
+  get: (campaignId, o = {}) => request('GET', `/v1/campaigns/${id(campaignId)}`, o),
+  /**
+   * A retry with the same key and body is answered from the first success instead of drafting again.
+   * @param {import('./types.js').GenerateRequest} body @param {string} idempotencyKey @param {Opts} [o] @returns {Promise<import('./types.js').Campaign>}
+   */
+  generate: (body, idempotencyKey, o = {}) => request('POST', '/v1/campaigns/generate', { body, headers: { 'idempotency-key': idempotencyKey }, ...o }),
+  /** @param {string} campaignId @param {Partial<import('./types.js').CampaignCopy>} body @returns {Promise<import('./types.js').Campaign>} */
+  update: (campaignId, body) => request('PATCH', `/v1/campaigns/${id(campaignId)}`, { body }),
+  /** @param {string} campaignId @returns {Promise<null>} */
+  remove: (campaignId) => request('DELETE', `/v1/campaigns/${id(campaignId)}`),
+  /** @param {string} campaignId @param {import('./types.js').CampaignStatus} status @param {string} [note] @returns {Promise<import('./types.js').Campaign>} */
+  move: (campaignId, status, note) => request('PATCH', `/v1/campaigns/${id(campaignId)}/status`, { body: note ? { status, note } : { status } }),
+  /** @param {string} campaignId @param {Opts} [o] @returns {Promise<import('./types.js').CampaignEvent[]>} */
+  events: (campaignId, o = {}) => request('GET', `/v1/campaigns/${id(campaignId)}/events`, o),
+};
+
+export const users = {
+  /** @param {Opts} [o] @returns {Promise<import('./types.js').User[]>} */
+  list: (o = {}) => request('GET', '/v1/users', o),
+  /** @param {import('./types.js').NewUser} body @returns {Promise<import('./types.js').User>} */
+  create: (body) => request('POST', '/v1/users', { body }),
+  /** @param {string} userId @param {import('./types.js').UserChanges} body @returns {Promise<import('./types.js').User>} */
+  update: (userId, body) => request('PATCH', `/v1/users/${id(userId)}`, { body }),
+};
+
+export const chat = {
+  /** @param {Opts} [o] @returns {Promise<import('./types.js').ThreadPage>} */
+  threads: (o = {}) => request('GET', '/v1/chat/threads', { query: { limit: 100 }, ...o }),
+  /** @param {string} [title] @returns {Promise<import('./types.js').Thread>} */
+  createThread: (title) => request('POST', '/v1/chat/threads', { body: title ? { title } : {} }),
+  /** @param {string} threadId @param {Opts} [o] @returns {Promise<import('./types.js').Thread>} */
+  thread: (threadId, o = {}) => request('GET', `/v1/chat/threads/${id(threadId)}`, o),
+  /** @param {string} threadId @returns {Promise<null>} */
+  deleteThread: (threadId) => request('DELETE', `/v1/chat/threads/${id(threadId)}`),
+  /** @param {string} threadId @param {Opts} [o] @returns {Promise<import('./types.js').Message[]>} */
+  messages: (threadId, o = {}) => request('GET', `/v1/chat/threads/${id(threadId)}/messages`, o),
+  /**
+   * Asks the assistant; resolves with the streaming response once the service has accepted the question.
+   * @param {string} threadId @param {string} content @param {AbortSignal} signal @returns {Promise<Response>}
+   */
+  stream: (threadId, content, signal) =>
+    send('POST', `/v1/chat/threads/${id(threadId)}/messages/stream`, { body: { content }, headers: { accept: 'text/event-stream' }, signal }),
+};
