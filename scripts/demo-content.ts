@@ -4,11 +4,12 @@ import type { User } from '../src/db/users.ts';
 import type { Db } from '../src/db/database.ts';
 import { createCampaignRepository } from '../src/db/campaigns.ts';
 import { createChatRepository } from '../src/db/chat.ts';
+import { generationReader } from '../src/db/customer-generation.ts';
 import { createCustomerRepository } from '../src/db/customers.ts';
 import type { Segment } from '../src/db/segments.ts';
 import { createSegmentRepository } from '../src/db/segments.ts';
 import { draftCopy } from '../src/campaigns/draft.ts';
-import { readGrounding } from '../src/chat/grounding.ts';
+import { groundingReader } from '../src/chat/grounding.ts';
 import { localReply } from '../src/chat/local-reply.ts';
 import type { CampaignStatus, Channel, Tone } from '../src/domain/campaigns.ts';
 import { describeAudience } from '../src/domain/segments.ts';
@@ -107,7 +108,7 @@ export async function addDemoContent(db: Db, users: readonly User[], now: Date):
   const lead = users[1]!;
   const chats = createChatRepository(db);
   const thread = chats.createThread(lead.id, undefined, new Date(now.getTime() - 2 * HOUR));
-  const grounding = readGrounding(createCustomerRepository(db), segments, now);
+  const grounding = groundingReader(createCustomerRepository(db), segments, generationReader(db))(now);
   QUESTIONS.forEach((question, i) => {
     chats.addMessages(
       lead.id,
