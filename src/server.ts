@@ -1,6 +1,6 @@
 // Starting and stopping the service process.
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { createApp } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
 import { openDatabase, type Db } from './db/database.ts';
@@ -25,6 +25,22 @@ export function serverTimeouts(config: Pick<Config, 'headersTimeoutMs' | 'reques
   return { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
 }
 
+/**
+ * Closes a kept-alive connection whose keep-alive time ran out, as node:http does, but one event-loop turn later and
+ * only if nothing arrived meanwhile. After a long stretch of synchronous work (many large imports at once) the timer
+ * fires before the loop reads a request that arrived in time, and closing then resets the connection under it.
+ */
+function closeIdleOnlyAfterReading(server: Server): void {
+  // With a 'timeout' listener node:http leaves the socket open; this listener decides. Only the keep-alive timer
+  // sets a socket timeout here (server.timeout is 0; slow requests are cut by headersTimeout and requestTimeout).
+  server.on('timeout', (socket: Socket) => {
+    const read = socket.bytesRead;
+    setImmediate(() => {
+      if (socket.bytesRead === read) socket.destroy();
+    });
+  });
+}
+
 /** Listens, or throws `ConfigError` naming PORT when the address is taken. */
 function listen(server: Server, config: Config): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -46,6 +62,7 @@ export async function startService(config: Config): Promise<RunningService> {
   const db = openDatabase(config.databasePath);
   const app = createApp({ db, config, logger });
   const server = createServer(serverTimeouts(config), app.listener);
+  closeIdleOnlyAfterReading(server);
   try {
     await listen(server, config);
     await ensureFirstAdmin(createUserRepository(db), config.admin, systemClock(), (text) => process.stderr.write(text));
