@@ -45,6 +45,9 @@ export interface Config {
     streamsTotal: number;
   };
   admin: { email: string | undefined; password: string | undefined; name: string | undefined };
+  /** Limits on slow clients: a request's headers, and the whole request with its body, must arrive within these. */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
 }
 
 /** A configuration value that stops the process; the message names the variable. */
@@ -94,6 +97,11 @@ export function loadConfig(env: Env): Config {
     if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new ConfigError('CORS_ORIGINS', `"${origin}" is not an origin like https://app.example.com`);
   }
 
+  const headersTimeoutMs = integer('HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
+  const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
+  // node:http refuses a headers limit longer than the request limit; say so by name rather than with its stack.
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+
   return {
     port: integer('PORT', 3000, 0, 65535),
     host: text('HOST') ?? '127.0.0.1',
@@ -123,6 +131,8 @@ export function loadConfig(env: Env): Config {
       streamsTotal: integer('CHAT_STREAMS_TOTAL', 100, 1, 100_000),
     },
     admin: { email: text('ADMIN_EMAIL'), password: env.ADMIN_PASSWORD, name: text('ADMIN_NAME') },
+    headersTimeoutMs,
+    requestTimeoutMs,
   };
 }
 

@@ -1,6 +1,6 @@
 // Starting and stopping the service process.
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { createApp } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
 import { openDatabase, type Db } from './db/database.ts';
@@ -17,8 +17,29 @@ export interface RunningService {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Limits on slow clients: a request's headers within 10 s and the whole request within 60 s, checked every second. */
-export const SERVER_TIMEOUTS = { headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
+/**
+ * Returns the limits on slow clients: a request's headers and the whole request within the configured times
+ * (10 s and 60 s by default), checked every second; an idle kept-alive connection closes after 5 s (node:http adds 1 s).
+ */
+export function serverTimeouts(config: Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs'>) {
+  return { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
+}
+
+/**
+ * Closes a kept-alive connection whose keep-alive time ran out, as node:http does, but one event-loop turn later and
+ * only if nothing arrived meanwhile. After a long stretch of synchronous work (many large imports at once) the timer
+ * fires before the loop reads a request that arrived in time, and closing then resets the connection under it.
+ */
+function closeIdleOnlyAfterReading(server: Server): void {
+  // With a 'timeout' listener node:http leaves the socket open; this listener decides. Only the keep-alive timer
+  // sets a socket timeout here (server.timeout is 0; slow requests are cut by headersTimeout and requestTimeout).
+  server.on('timeout', (socket: Socket) => {
+    const read = socket.bytesRead;
+    setImmediate(() => {
+      if (socket.bytesRead === read) socket.destroy();
+    });
+  });
+}
 
 /** Listens, or throws `ConfigError` naming PORT when the address is taken. */
 function listen(server: Server, config: Config): Promise<void> {
@@ -40,7 +61,8 @@ export async function startService(config: Config): Promise<RunningService> {
   const logger = createLogger(config.logLevel);
   const db = openDatabase(config.databasePath);
   const app = createApp({ db, config, logger });
-  const server = createServer(SERVER_TIMEOUTS, app.listener);
+  const server = createServer(serverTimeouts(config), app.listener);
+  closeIdleOnlyAfterReading(server);
   try {
     await listen(server, config);
     await ensureFirstAdmin(createUserRepository(db), config.admin, systemClock(), (text) => process.stderr.write(text));

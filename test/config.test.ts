@@ -40,6 +40,12 @@ test('config: ACCESS_TOKEN_TTL of 0 is a ConfigError naming ACCESS_TOKEN_TTL', (
   assertConfigError({ ACCESS_TOKEN_TTL: '0' }, 'ACCESS_TOKEN_TTL');
 });
 
+test('config: HEADERS_TIMEOUT_MS longer than REQUEST_TIMEOUT_MS, or not a number, is a ConfigError naming it', () => {
+  assertConfigError({ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '4000' }, 'HEADERS_TIMEOUT_MS');
+  assertConfigError({ HEADERS_TIMEOUT_MS: '2s' }, 'HEADERS_TIMEOUT_MS');
+  assertConfigError({ REQUEST_TIMEOUT_MS: '0' }, 'REQUEST_TIMEOUT_MS');
+});
+
 test('config: the defaults are those of the product decisions', () => {
   const config = loadConfig({ DATABASE_PATH: join(tempDir(), 'defaults.db'), TOKEN_SECRET: SECRET });
   assert.equal(config.port, 3000);
@@ -49,6 +55,8 @@ test('config: the defaults are those of the product decisions', () => {
   assert.equal(config.logLevel, 'info');
   assert.deepEqual(config.corsOrigins, []);
   assert.equal(config.llm.provider, 'local');
+  assert.equal(config.headersTimeoutMs, 10_000);
+  assert.equal(config.requestTimeoutMs, 60_000);
 });
 
 test('config: without TOKEN_SECRET a secret is created beside the database with mode 0600 and reused', () => {
