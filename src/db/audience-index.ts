@@ -1,15 +1,14 @@
 // The one matching engine behind segment preview, save, update and get: the four matchable customer fields held
 // in memory as columns, so any set of conditions is counted in one pass over typed arrays, whatever its
 // selectivity (a few milliseconds at a million customers, where SQLite needs a full scan).
-import Database from 'better-sqlite3';
 import type { Bounds } from '../domain/segments.ts';
-import { generationReader } from './customer-generation.ts';
-import type { StoredCustomer } from './customers.ts';
-import type { Db } from './database.ts';
+import { generationReader, writesElsewhereSettled } from './customer-generation.ts';
+import type { CustomerChange, StoredCustomer } from './customer-rows.ts';
+import { openReadConnection, type Db } from './database.ts';
+
+export type { CustomerChange } from './customer-rows.ts';
 
 const CHUNK = 50_000;
-
-export type CustomerChange = { before: StoredCustomer | undefined; after: StoredCustomer | undefined };
 
 /**
  * Column copy of the customers table, kept current by `apply` (told of each committed write of this process)
@@ -30,10 +29,15 @@ export class AudienceIndex {
   private loading: Promise<void> | undefined;
   /** Writes committed while a load runs, applied once it ends. */
   private queued: { changes: CustomerChange[]; generation: number }[] | undefined;
+  /** Writes told ahead of an earlier generation still on its way from the import writer, by generation. */
+  private early = new Map<number, CustomerChange[]>();
   private readonly readGeneration: () => number;
+  private readonly readDataVersion: () => number;
 
   constructor(private readonly db: Db) {
     this.readGeneration = generationReader(db);
+    const dataVersion = db.prepare('PRAGMA data_version').pluck();
+    this.readDataVersion = () => dataVersion.get() as number;
   }
 
   /** Starts loading in the background, so the first count need not wait for it. */
@@ -43,11 +47,7 @@ export class AudienceIndex {
 
   /** Returns how many customers lie within the bounds (0 for `null`); waits for a load when one is needed. */
   async count(bounds: Bounds | null): Promise<number> {
-    for (;;) {
-      if (this.generation < 0 || this.changedElsewhere()) this.ensureLoading();
-      if (!this.loading) break;
-      await this.loading;
-    }
+    await this.current();
     if (!bounds) return 0;
     const want = bounds.countryKey === undefined ? -1 : (this.codes.get(bounds.countryKey) ?? -2);
     if (want === -2) return 0;
@@ -71,19 +71,52 @@ export class AudienceIndex {
   }
 
   /**
-   * Applies customer writes this process committed as `generation`. A gap in generations means another process
-   * wrote too: the columns are then marked stale and the next count reloads them.
+   * Applies customer writes this process committed as `generation`. A write told before an earlier one of the import
+   * writer waits for it; a gap no write of ours fills means another process wrote, and the next count reloads.
    */
   apply(changes: CustomerChange[], generation: number): void {
     if (this.queued) {
       this.queued.push({ changes, generation });
       return;
     }
-    if (this.generation < 0) return; // not loaded (or stale): the next load reads it
-    if (generation !== this.generation + 1) {
-      this.generation = -1;
+    if (this.generation < 0 || generation <= this.generation) return; // not loaded, or already in what was loaded
+    if (generation > this.generation + 1) {
+      this.early.set(generation, changes);
       return;
     }
+    this.applyNext(changes, generation);
+    for (let next = this.early.get(this.generation + 1); next; next = this.early.get(this.generation + 1)) {
+      this.early.delete(this.generation + 1);
+      this.applyNext(next, this.generation + 1);
+    }
+  }
+
+  /** Waits until the columns reflect every write this process has reported and any other process made. */
+  private async current(): Promise<void> {
+    for (;;) {
+      if (this.generation < 0) this.ensureLoading();
+      if (this.loading) {
+        await this.loading;
+        continue;
+      }
+      const elsewhere = writesElsewhereSettled(this.db);
+      if (elsewhere) {
+        // An import is being written on the writer's connection: what it committed is told here soon. Until then the
+        // columns hold an earlier committed state, which is fine to count unless a later write of ours waits on it.
+        if (this.early.size === 0) return;
+        await elsewhere;
+        continue;
+      }
+      if (this.early.size > 0 || this.changedElsewhere()) {
+        this.generation = -1;
+        this.early.clear();
+        continue;
+      }
+      return;
+    }
+  }
+
+  private applyNext(changes: CustomerChange[], generation: number): void {
     for (const { before, after } of changes) {
       if (after) {
         if (!this.upsert(after)) {
@@ -99,7 +132,7 @@ export class AudienceIndex {
   }
 
   private changedElsewhere(): boolean {
-    const version = this.db.pragma('data_version', { simple: true }) as number;
+    const version = this.readDataVersion();
     if (version === this.dataVersion) return false;
     this.dataVersion = version;
     return this.readGeneration() !== this.generation;
@@ -123,14 +156,15 @@ export class AudienceIndex {
     }
     const queued = this.queued ?? [];
     this.queued = undefined;
-    for (const { changes, generation } of queued) if (generation > this.generation) this.apply(changes, generation);
+    this.early.clear();
+    for (const { changes, generation } of queued) this.apply(changes, generation);
   }
 
   /** Reads every customer from a snapshot on a second connection, in chunks between which requests are served. */
   private async read(): Promise<void> {
     this.queued = [];
-    this.dataVersion = this.db.pragma('data_version', { simple: true }) as number;
-    const reader = this.db.memory ? this.db : new Database(this.db.name, { readonly: true, fileMustExist: true });
+    this.dataVersion = this.readDataVersion();
+    const reader = this.db.memory ? this.db : openReadConnection(this.db);
     try {
       if (reader !== this.db) reader.exec('BEGIN'); // one snapshot across all chunks
       const generation = generationReader(reader)();

@@ -36,8 +36,8 @@ export function createCustomerWrites(db: Db) {
   // The rows a batch added have every id above the last one before it: this transaction is the only writer.
   const indexTextFrom = db.prepare(`INSERT INTO customer_search (rowid, text) SELECT id, name || char(10) || email FROM customers WHERE id > ?`);
 
-  /** One batch inside the group's transaction (a savepoint): rows, then their search text in one statement. */
-  const insertBatch = db.transaction((records: readonly CustomerRecord[], now: number, delta: StatsDelta) => {
+  /** Inserts one batch's rows and indexes their search text in one statement; adds them to `delta`. */
+  const insertBatch = (records: readonly CustomerRecord[], now: number, delta: StatsDelta): (StoredCustomer | undefined)[] => {
     const before = lastId.get() as number;
     const stored = records.map((r) => {
       const key = countryKey(r.country);
@@ -49,30 +49,47 @@ export function createCustomerWrites(db: Db) {
     });
     if (stored.some((s) => s !== undefined)) indexTextFrom.run(before);
     return stored;
+  };
+
+  /** Every batch in one transaction that counts one generation. */
+  const insertAll = db.transaction((batches: readonly { records: readonly CustomerRecord[]; now: number }[]) => {
+    const delta = new StatsDelta();
+    const stored = batches.map(({ records, now }) => insertBatch(records, now, delta));
+    stats.apply(delta);
+    return { stored, generation: bump() };
   });
 
   return {
     stats,
 
     /**
-     * Inserts every batch (its records, stamped `now`) in one transaction that counts one generation; a batch that
-     * fails is undone alone (its savepoint) and the others still commit. Returns each batch's result and the generation.
+     * Inserts every batch (its records, stamped `now`) in one transaction that counts one generation. Should that
+     * transaction fail, each batch is tried in a transaction of its own, so one failing batch cannot take the others
+     * with it. (Savepoints per batch would copy every page a batch touches to a sub-journal: most of the cost of a
+     * large import.) Returns each batch's result and the commits made: their generations and batches, in order.
      */
-    insertBatches: db.transaction((batches: readonly { records: readonly CustomerRecord[]; now: number }[]) => {
-      const delta = new StatsDelta();
-      const results: BatchResult[] = batches.map(({ records, now }) => {
-        const batchDelta = new StatsDelta();
+    insertBatches(batches: readonly { records: readonly CustomerRecord[]; now: number }[]): {
+      results: BatchResult[];
+      commits: { generation: number; batches: number[] }[];
+    } {
+      try {
+        const { stored, generation } = insertAll.immediate(batches);
+        return { results: stored.map((s) => ({ stored: s })), commits: [{ generation, batches: batches.map((_, i) => i) }] };
+      } catch (error) {
+        if (batches.length === 1) return { results: [{ error }], commits: [] };
+      }
+      const commits: { generation: number; batches: number[] }[] = [];
+      const results = batches.map((batch, i): BatchResult => {
         try {
-          const stored = insertBatch(records, now, batchDelta);
-          delta.merge(batchDelta);
-          return { stored };
+          const alone = insertAll.immediate([batch]);
+          commits.push({ generation: alone.generation, batches: [i] });
+          return { stored: alone.stored[0]! };
         } catch (error) {
           return { error };
         }
       });
-      stats.apply(delta);
-      return { results, generation: bump() };
-    }),
+      return { results, commits };
+    },
 
     /** Applies the changes to one customer; throws `not_found`, or `conflict` when the email is taken. */
     updateOne: db.transaction((id: number, changes: Partial<CustomerRecord>, now: number) => {

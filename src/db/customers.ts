@@ -1,8 +1,9 @@
-// Customers: get, insert, update, delete, top spenders, and the list of customer-search.ts. Every write keeps the
-// search index and the aggregate tables in its transaction (customer-writes.ts) and is told to `onChange` in commit
-// order. Knows no HTTP.
+// Customers: get, insert, import, update, delete, top spenders, and the list of customer-search.ts. Every write keeps
+// the search index and the aggregate tables in its transaction (customer-writes.ts) and is told to `onChange` in
+// commit order. Knows no HTTP.
 import { AppError } from '../domain/errors.ts';
 import type { Customer, CustomerRecord } from '../domain/customers.ts';
+import { createCustomerImports } from './customer-imports.ts';
 import { parseId, toCustomer, type CustomerChangeListener, type CustomerRow } from './customer-rows.ts';
 import { createCustomerSearch } from './customer-search.ts';
 import { createCustomerWrites } from './customer-writes.ts';
@@ -18,6 +19,7 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
   const writes = createCustomerWrites(db);
   const { stats } = writes;
   const search = createCustomerSearch(db, stats);
+  const imports = createCustomerImports(db, writes, onChange);
   const byId = db.prepare<[number], CustomerRow>('SELECT * FROM customers WHERE id = ?');
   const top = db.prepare<[number], CustomerRow>('SELECT * FROM customers ORDER BY amount_cents DESC, last_activity_at DESC, id DESC LIMIT ?');
 
@@ -40,11 +42,15 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
 
     /** Stores the records in one transaction; returns each one's new id, or null when its email was taken. */
     insertCustomers(records: readonly CustomerRecord[], now: Date): (string | null)[] {
-      const { results, generation } = writes.insertBatches.immediate([{ records, now: now.getTime() }]);
-      const [result] = results;
-      if ('error' in result!) throw result.error;
-      onChange(result!.stored.filter((s) => s !== undefined).map((after) => ({ before: undefined, after })), generation);
-      return result!.stored.map((s) => (s ? String(s.id) : null));
+      return imports.insertNow(records, now);
+    },
+
+    /**
+     * Stores the records in one transaction, possibly shared with other imports that arrive meanwhile, off the
+     * event loop where the database allows; resolves to each one's new id, or null when its email was taken.
+     */
+    importCustomers(records: readonly CustomerRecord[], now: Date): Promise<(string | null)[]> {
+      return imports.importLater(records, now);
     },
 
     /** Applies the changes and returns the customer; throws `not_found` or `conflict` (email taken). */
