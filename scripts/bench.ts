@@ -332,7 +332,7 @@ async function main(): Promise<void> {
       token,
       method: 'POST',
       bodies: () => ({
-        conditions: fourConditions!.conditions.map((c) => (c.field === 'totalAmountSpent' ? { ...c, value: 1000 + ++coldSerial / 1000 } : c)),
+        conditions: fourConditions!.conditions.map((c) => (c.field === 'totalAmountSpent' ? { ...c, value: 1000 + ++coldSerial / 100 } : c)),
       }),
     }),
   );
