@@ -1,15 +1,17 @@
 // Inserting customers: one batch at once on the service's connection (customers.create), or imports handed to the
-// import writer thread, which groups them (customer-import-writer.ts). Each batch lands in one transaction either way,
-// and the change listener hears of every transaction in commit order of its replies.
-import { Worker } from 'node:worker_threads';
+// import writer thread, which groups them (customer-import-writer.ts), with the checkpointer thread copying the log
+// they leave into the database (wal-checkpointer.ts). Each batch lands in one transaction either way, and the change
+// listener hears of every transaction in commit order of its replies.
+import type { Worker } from 'node:worker_threads';
 import { countryKey, type CustomerRecord } from '../domain/customers.ts';
 import { beginWriteElsewhere } from './customer-generation.ts';
 import { createImportQueue, type ImportReply } from './customer-import-queue.ts';
 import type { CustomerChange, CustomerChangeListener, StoredCustomer } from './customer-rows.ts';
 import type { CustomerWrites } from './customer-writes.ts';
 import type { Db } from './database.ts';
+import { startWorkerThread } from './worker-thread.ts';
 
-/** The writer thread stops after this long without work, and starts again with the next import. */
+/** The threads stop after this long without work, and start again with the next import. */
 const IDLE_MS = 10_000;
 
 interface Waiting {
@@ -18,18 +20,12 @@ interface Waiting {
   reject: (error: unknown) => void;
   /** Tells the generation readers that this write has been reported. */
   reported: () => void;
+  /** The writer thread it was sent to; none for an in-memory database. */
+  thread?: Worker;
 }
 
 function stored(record: CustomerRecord, id: number): StoredCustomer {
   return { ...record, id, countryKey: countryKey(record.country) };
-}
-
-/** Starts the writer thread; under tsx (TypeScript sources) it first registers tsx's loader in the thread. */
-function startWriter(path: string): Worker {
-  const entry = new URL('./customer-import-writer.ts', import.meta.url);
-  if (!import.meta.url.endsWith('.ts')) return new Worker(entry, { workerData: { path } });
-  const source = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(source, { eval: true, workerData: { path } });
 }
 
 /** Returns `insertNow` (synchronous, this connection) and `importLater` (the writer thread, or grouped here for an in-memory database). */
@@ -58,10 +54,45 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, onChange: 
       if ('ids' in result) request.resolve(result.ids.map((id) => (id === null ? null : String(id))));
       else request.reject(result.error);
     }
-    if (waiting.size === 0 && writer) {
-      const stopping = writer;
-      idle = setTimeout(() => void stopping.terminate(), IDLE_MS).unref();
+    if (waiting.size === 0 && writer) idle = setTimeout(stopThreads, IDLE_MS).unref();
+  };
+
+  // While the writer thread imports, the checkpointer thread keeps the log short, and this connection's commits must
+  // not checkpoint (SQLite's default after 1000 frames): that would copy a large import's log on the event loop.
+  let checkpointer: Worker | undefined;
+  let checkpointing: 'idle' | 'running' | 'again' = 'idle';
+  const checkpoint = () => {
+    if (checkpointing !== 'idle') {
+      checkpointing = 'again';
+      return;
     }
+    if (!checkpointer) {
+      const thread = startWorkerThread(new URL('./wal-checkpointer.ts', import.meta.url), { path: db.name });
+      thread.on('message', () => {
+        if (checkpointer !== thread) return;
+        const again = checkpointing === 'again';
+        checkpointing = 'idle';
+        if (again) checkpoint();
+      });
+      thread.on('error', () => {}); // reported through 'exit', which follows
+      thread.on('exit', () => {
+        if (checkpointer !== thread) return;
+        checkpointer = undefined;
+        checkpointing = 'idle';
+      });
+      checkpointer = thread;
+    }
+    checkpointing = 'running';
+    checkpointer.postMessage('checkpoint');
+  };
+
+  const stopThreads = () => {
+    writer?.postMessage('stop');
+    checkpointer?.postMessage('stop');
+    writer = undefined;
+    checkpointer = undefined;
+    checkpointing = 'idle';
+    if (db.open) db.pragma('wal_autocheckpoint = 1000');
   };
 
   // An in-memory database has no second connection: its imports are grouped on this one.
@@ -69,14 +100,15 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, onChange: 
 
   const writerThread = (): Worker => {
     if (writer) return writer;
-    const thread = startWriter(db.name);
-    thread.unref();
-    thread.on('message', receive);
+    const thread = startWorkerThread(new URL('./customer-import-writer.ts', import.meta.url), { path: db.name });
+    db.pragma('wal_autocheckpoint = 0');
+    thread.on('message', (message: ImportReply | 'checkpoint') => (message === 'checkpoint' ? checkpoint() : receive(message)));
     thread.on('error', () => {}); // reported through 'exit', which follows
     thread.on('exit', () => {
       if (writer === thread) writer = undefined;
       // Requests it never answered may or may not have committed; the generation tells the readers which.
       for (const [id, request] of waiting) {
+        if (request.thread !== thread) continue;
         waiting.delete(id);
         request.reported();
         request.reject(new Error('The import writer stopped before answering.'));
@@ -108,8 +140,9 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, onChange: 
           local.push(request);
           return;
         }
-        waiting.set(id, { records, resolve, reject, reported: beginWriteElsewhere(db) });
-        writerThread().postMessage(request);
+        const thread = writerThread();
+        waiting.set(id, { records, resolve, reject, reported: beginWriteElsewhere(db), thread });
+        thread.postMessage(request);
       });
     },
   };
