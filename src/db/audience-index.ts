@@ -3,8 +3,9 @@
 // selectivity, and counts are remembered until the customers change (or, for activity bounds, the clock moves far
 // enough to change them).
 import type { Bounds } from '../domain/segments.ts';
+import { AudienceColumns } from './audience-columns.ts';
 import { generationReader, writesElsewhereSettled } from './customer-generation.ts';
-import type { CustomerChange, StoredCustomer } from './customer-rows.ts';
+import type { CustomerChange } from './customer-rows.ts';
 import { openReadConnection, type Db } from './database.ts';
 
 export type { CustomerChange } from './customer-rows.ts';
@@ -14,16 +15,6 @@ const CHUNK = 50_000;
 /** How many counts are remembered for the current generation. */
 const REMEMBERED_COUNTS = 1000;
 
-/** Rows sampled to order the range checks, most selective first. */
-const SAMPLE = 512;
-
-/** A range check on one column: `column[i]` must lie within [lo, hi]. */
-interface Range {
-  column: Float64Array;
-  lo: number;
-  hi: number;
-}
-
 /** A remembered count: exact at `now` and for every later instant before `now + validFor`. */
 interface Remembered {
   count: number;
@@ -32,22 +23,12 @@ interface Remembered {
 }
 
 /**
- * Column copy of the customers table, kept current by `apply` (told of each committed write of this process)
- * and reloaded when another process changed customers (`meta.customers_generation` moved on unexpectedly).
- * Rows are kept in id order; deleted rows stay as tombstones (country code -1) until the next reload. Each country
- * also has the list of its rows, so a country condition reads only those.
+ * Column copy of the customers table (audience-columns.ts), kept current by `apply` (told of each committed write of
+ * this process) and reloaded when another process changed customers (`meta.customers_generation` moved on
+ * unexpectedly).
  */
 export class AudienceIndex {
-  private size = 0;
-  private ids = new Float64Array(0);
-  private country = new Int32Array(0);
-  private transactions = new Float64Array(0);
-  private cents = new Float64Array(0);
-  private lastActivityAt = new Float64Array(0);
-  private readonly codes = new Map<string, number>();
-  /** Row positions per country code, in id order; rebuilt when a stored customer changes country. */
-  private byCountry: { rows: Int32Array; size: number }[] = [];
-  private byCountryStale = false;
+  private readonly columns = new AudienceColumns();
   /** The customers generation the columns reflect; -1 before the first load. */
   private generation = -1;
   private dataVersion = -1;
@@ -86,10 +67,16 @@ export class AudienceIndex {
     }
     const known = this.remembered.get(key);
     if (known && now >= known.now && now - known.now < known.validFor) return known.count;
-    const counted = this.countNow(bounds);
+    const counted = this.columns.count(bounds);
     if (this.remembered.size >= REMEMBERED_COUNTS) this.remembered.delete(this.remembered.keys().next().value!);
     this.remembered.set(key, { ...counted, now });
     return counted.count;
+  }
+
+  /** Counts afresh, neither reading nor filling the remembered counts: what a count costs when nothing is remembered. */
+  async countAfresh(bounds: Bounds | null): Promise<number> {
+    await this.current();
+    return bounds ? this.columns.count(bounds).count : 0;
   }
 
   /**
@@ -141,14 +128,11 @@ export class AudienceIndex {
   private applyNext(changes: CustomerChange[], generation: number): void {
     for (const { before, after } of changes) {
       if (after) {
-        if (!this.upsert(after)) {
+        if (!this.columns.upsert(after)) {
           this.generation = -1;
           return;
         }
-      } else if (before) {
-        const at = this.find(before.id);
-        if (at >= 0) this.country[at] = -1;
-      }
+      } else if (before) this.columns.remove(before.id);
     }
     this.generation = generation;
   }
@@ -191,11 +175,7 @@ export class AudienceIndex {
       if (reader !== this.db) reader.exec('BEGIN'); // one snapshot across all chunks
       const generation = generationReader(reader)();
       const total = reader.prepare('SELECT count(*) FROM customers').pluck().get() as number;
-      this.allocate(Math.max(1024, Math.ceil(total * 1.1)));
-      this.size = 0;
-      this.codes.clear();
-      this.byCountry = [];
-      this.byCountryStale = false;
+      this.columns.clear(Math.max(1024, Math.ceil(total * 1.1)));
       const chunk = reader
         .prepare('SELECT id, country_key, total_transactions, amount_cents, last_activity_at FROM customers WHERE id > ? ORDER BY id LIMIT ?')
         .raw();
@@ -204,7 +184,7 @@ export class AudienceIndex {
       for (;;) {
         let read = 0;
         for (const [id, key, transactions, cents, lastActivityAt] of chunk.iterate(after, CHUNK) as Iterable<[number, string, number, number, number]>) {
-          this.append(id, key, transactions, cents, lastActivityAt);
+          this.columns.append(id, key, transactions, cents, lastActivityAt);
           after = id;
           read++;
         }
@@ -216,172 +196,6 @@ export class AudienceIndex {
     } finally {
       if (reader !== this.db) reader.close();
     }
-  }
-
-  /** Counts the live rows within the bounds, and for how long after now the count stays exact as the clock moves. */
-  private countNow(bounds: Bounds): { count: number; validFor: number } {
-    const want = bounds.countryKey === undefined ? -1 : (this.codes.get(bounds.countryKey) ?? -2);
-    if (want === -2) return { count: 0, validFor: Infinity };
-    if (this.byCountryStale) this.rebuildByCountry();
-    const list = want >= 0 ? (this.byCountry[want] ?? { rows: new Int32Array(0), size: 0 }) : undefined;
-    const ranges = this.orderBySelectivity(
-      [
-        { column: this.transactions, lo: bounds.transactions[0], hi: bounds.transactions[1] },
-        { column: this.cents, lo: bounds.cents[0], hi: bounds.cents[1] },
-      ].filter((r) => r.lo !== -Infinity || r.hi !== Infinity),
-      list,
-    );
-    const [aLo, aHi] = bounds.lastActivityAt;
-    const r1 = ranges[0] ?? { column: this.cents, lo: -Infinity, hi: Infinity };
-    const r2 = ranges[1] ?? r1;
-    const { column: c1, lo: lo1, hi: hi1 } = r1;
-    const { column: c2, lo: lo2, hi: hi2 } = r2;
-    const { country, lastActivityAt: activity } = this;
-    let count = 0;
-    // As time passes, activity bounds move later: an included row drops out once the lower bound passes it, and a
-    // row later than the upper bound comes in once the bound reaches it. The nearest of each decides how long the
-    // count holds.
-    let firstIncluded = Infinity;
-    let firstLater = Infinity;
-    // Two copies of one loop: over a country's rows, or over all rows. A shared loop that picks its row per step
-    // runs about half as fast.
-    if (list) {
-      const { rows, size } = list;
-      for (let k = 0; k < size; k++) {
-        const i = rows[k]!;
-        if (country[i] !== want) continue;
-        const v1 = c1[i]!;
-        if (v1 < lo1 || v1 > hi1) continue;
-        const v2 = c2[i]!;
-        if (v2 < lo2 || v2 > hi2) continue;
-        const a = activity[i]!;
-        if (a < aLo) continue;
-        if (a > aHi) {
-          if (a < firstLater) firstLater = a;
-          continue;
-        }
-        if (a < firstIncluded) firstIncluded = a;
-        count++;
-      }
-    } else {
-      const { size } = this;
-      for (let i = 0; i < size; i++) {
-        if (country[i]! < 0) continue;
-        const v1 = c1[i]!;
-        if (v1 < lo1 || v1 > hi1) continue;
-        const v2 = c2[i]!;
-        if (v2 < lo2 || v2 > hi2) continue;
-        const a = activity[i]!;
-        if (a < aLo) continue;
-        if (a > aHi) {
-          if (a < firstLater) firstLater = a;
-          continue;
-        }
-        if (a < firstIncluded) firstIncluded = a;
-        count++;
-      }
-    }
-    const validFor = Math.min(aLo === -Infinity ? Infinity : firstIncluded - aLo + 1, aHi === Infinity ? Infinity : firstLater - aHi);
-    return { count, validFor };
-  }
-
-  /** Returns the ranges ordered so the one that rejects most rows of a sample is checked first. */
-  private orderBySelectivity(ranges: Range[], list: { rows: Int32Array; size: number } | undefined): Range[] {
-    if (ranges.length < 2) return ranges;
-    const end = list ? list.size : this.size;
-    const step = Math.max(1, Math.floor(end / SAMPLE));
-    const passing = ranges.map(({ column, lo, hi }) => {
-      let n = 0;
-      for (let k = 0; k < end; k += step) {
-        const v = column[list ? list.rows[k]! : k]!;
-        if (v >= lo && v <= hi) n++;
-      }
-      return n;
-    });
-    return ranges.map((range, i) => ({ range, passing: passing[i]! })).sort((a, b) => a.passing - b.passing).map((r) => r.range);
-  }
-
-  private rebuildByCountry(): void {
-    this.byCountry = [];
-    for (let i = 0; i < this.size; i++) if (this.country[i]! >= 0) this.addToCountry(this.country[i]!, i);
-    this.byCountryStale = false;
-  }
-
-  private addToCountry(code: number, at: number): void {
-    let list = this.byCountry[code];
-    if (!list) {
-      list = { rows: new Int32Array(1024), size: 0 };
-      this.byCountry[code] = list;
-    }
-    if (list.size === list.rows.length) {
-      const grown = new Int32Array(list.rows.length * 2);
-      grown.set(list.rows);
-      list.rows = grown;
-    }
-    list.rows[list.size++] = at;
-  }
-
-  private allocate(capacity: number): void {
-    const grow = <T extends Float64Array | Int32Array>(old: T, make: (n: number) => T): T => {
-      const next = make(capacity);
-      next.set(old.subarray(0, Math.min(this.size, capacity)));
-      return next;
-    };
-    this.ids = grow(this.ids, (n) => new Float64Array(n));
-    this.country = grow(this.country, (n) => new Int32Array(n));
-    this.transactions = grow(this.transactions, (n) => new Float64Array(n));
-    this.cents = grow(this.cents, (n) => new Float64Array(n));
-    this.lastActivityAt = grow(this.lastActivityAt, (n) => new Float64Array(n));
-  }
-
-  private code(key: string): number {
-    let code = this.codes.get(key);
-    if (code === undefined) {
-      code = this.codes.size;
-      this.codes.set(key, code);
-    }
-    return code;
-  }
-
-  private write(at: number, key: string, transactions: number, cents: number, lastActivityAt: number): void {
-    this.country[at] = this.code(key);
-    this.transactions[at] = transactions;
-    this.cents[at] = cents;
-    this.lastActivityAt[at] = lastActivityAt;
-  }
-
-  private append(id: number, key: string, transactions: number, cents: number, lastActivityAt: number): void {
-    if (this.size === this.ids.length) this.allocate(Math.max(1024, this.size * 2));
-    this.ids[this.size] = id;
-    this.write(this.size, key, transactions, cents, lastActivityAt);
-    this.addToCountry(this.country[this.size]!, this.size);
-    this.size++;
-  }
-
-  /** Overwrites a known id or appends a new highest one; returns false for an unexpected id (then reload). */
-  private upsert(c: StoredCustomer): boolean {
-    const at = this.find(c.id);
-    if (at >= 0) {
-      const before = this.country[at]!;
-      this.write(at, c.countryKey, c.totalTransactions, c.amountCents, c.lastActivityAt);
-      if (this.country[at] !== before) this.byCountryStale = true;
-    } else if (this.size === 0 || c.id > this.ids[this.size - 1]!) this.append(c.id, c.countryKey, c.totalTransactions, c.amountCents, c.lastActivityAt);
-    else return false;
-    return true;
-  }
-
-  /** Binary search for an id; -1 when absent. */
-  private find(id: number): number {
-    let lo = 0;
-    let hi = this.size - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const value = this.ids[mid]!;
-      if (value === id) return mid;
-      if (value < id) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
   }
 }
 
