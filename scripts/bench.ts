@@ -278,11 +278,13 @@ async function main(): Promise<void> {
       .join(' AND ');
     const fullScan = db.prepare(`SELECT count(*) FROM customers NOT INDEXED WHERE ${where}`).pluck();
     const expected = fullScan.get() as number;
-    const got = await audience.count(compileConditions(set.conditions, now));
+    const bounds = compileConditions(set.conditions, now);
+    const got = await audience.count(bounds, now.getTime());
     if (got !== expected) throw new Error(`engine counted ${got}, SQL ${expected} for ${set.name}`);
+    if ((await audience.countAfresh(bounds)) !== expected) throw new Error(`engine counted afresh differently for ${set.name}`);
     aggregateRows.push({
-      name: `segment preview: ${set.name} = ${got}`,
-      ours: await timeAsync(() => audience.count(compileConditions(set.conditions, now))),
+      name: `segment preview: ${set.name} = ${got}, uncached`,
+      ours: await timeAsync(() => audience.countAfresh(compileConditions(set.conditions, now))),
       naive: timeIt(() => fullScan.get(), 3, 1),
     });
   }
