@@ -1,8 +1,10 @@
 // `npm run bench [-- --customers N] [--duration S] [--out FILE]`: measures the service on a large base and
 // prints a table; figures are also written as JSON. See README "Benchmark" for what each row means.
+// Besides the read endpoints it measures a fresh seed, imports from several concurrent clients while a poller
+// watches how long other requests wait, and segment previews both repeated and never seen before.
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -24,6 +26,7 @@ const DURATION = Number(values.duration);
 const SOURCE = `data/bench-${CUSTOMERS}.db`;
 const RUN = 'data/bench-run.db';
 const OUT = values.out ?? 'data/bench.json';
+const SEED_RUN = 'data/bench-seed.db';
 const PORT = 3917;
 const FLOOR_PORT = 3918;
 const EMAIL = 'bench@example.com';
@@ -86,28 +89,95 @@ interface Load {
   non2xx: number;
 }
 
-async function load(name: string, url: string, options: { token?: string; method?: string; body?: unknown } = {}): Promise<Load> {
+async function load(
+  name: string,
+  url: string,
+  options: { token?: string; method?: string; body?: unknown; bodies?: () => unknown } = {},
+): Promise<Load> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
-  const result = await autocannon({
+  const { bodies } = options;
+  const settings = {
     url,
     connections: 50,
     duration: DURATION,
     method: options.method ?? 'GET',
     headers,
     body: options.body === undefined ? undefined : JSON.stringify(options.body),
-  });
+    // A fresh body for every request, so nothing the service remembers can answer it (autocannon's `requests`).
+    requests: bodies && [{ setupRequest: (request: object) => ({ ...request, body: JSON.stringify(bodies()) }) }],
+  };
+  const result = await autocannon(settings);
   const row = { name, requestsPerSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
   log(`  ${name.padEnd(44)} ${String(Math.round(row.requestsPerSecond)).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms${row.non2xx ? `  (${row.non2xx} failed)` : ''}`);
   return row;
 }
 
+const percentile = (samples: number[], p: number) => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * p))] ?? 0;
+
+interface ImportLoad {
+  rowsPerSecond: number;
+  requests: number;
+  clients: number;
+  /** The slowest import request, ms. */
+  worstImportMs: number;
+  /** GET /v1/customers/kpis polled one at a time while the imports ran: how long it waited at worst, and p99. */
+  kpisWorstMs: number;
+  kpisP99Ms: number;
+  kpisSamples: number;
+}
+
+/** Sends the bodies (1000 rows each) from `clients` concurrent clients while one poller reads the KPIs in a loop. */
+async function importLoad(api: (path: string) => string, token: string, bodies: string[], clients: number): Promise<ImportLoad> {
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+  let next = 0;
+  const importMs: number[] = [];
+  const client = async () => {
+    for (let i = next++; i < bodies.length; i = next++) {
+      const started = performance.now();
+      const reply = await fetch(api('/v1/customers/import'), { method: 'POST', headers, body: bodies[i] });
+      const report = (await reply.json()) as { imported: number };
+      if (report.imported !== 1000) throw new Error(`import request ${i}: ${JSON.stringify(report).slice(0, 200)}`);
+      importMs.push(performance.now() - started);
+    }
+  };
+  let importing = true;
+  const kpisMs: number[] = [];
+  const poll = async () => {
+    while (importing) {
+      const started = performance.now();
+      const reply = await fetch(api('/v1/customers/kpis'), { headers });
+      await reply.arrayBuffer();
+      kpisMs.push(performance.now() - started);
+      await sleep(5);
+    }
+  };
+  const poller = poll();
+  const started = performance.now();
+  await Promise.all(Array.from({ length: clients }, client));
+  const seconds = (performance.now() - started) / 1000;
+  importing = false;
+  await poller;
+  return {
+    rowsPerSecond: (bodies.length * 1000) / seconds,
+    requests: bodies.length,
+    clients,
+    worstImportMs: Math.max(...importMs),
+    kpisWorstMs: Math.max(...kpisMs),
+    kpisP99Ms: percentile(kpisMs, 0.99),
+    kpisSamples: kpisMs.length,
+  };
+}
+
 async function main(): Promise<void> {
   mkdirSync(dirname(SOURCE), { recursive: true });
-  if (!existsSync(SOURCE)) {
-    log(`Seeding ${CUSTOMERS.toLocaleString('en')} customers into ${SOURCE} (kept for later runs)...`);
-    seedDatabase(SOURCE, CUSTOMERS, { seed: 42 });
-  }
+  // Seed: a fresh load into an empty database, as `npm run seed` does it; kept as the base when there is none yet.
+  for (const suffix of ['', '-wal', '-shm']) rmSync(SEED_RUN + suffix, { force: true });
+  log(`Seeding ${CUSTOMERS.toLocaleString('en')} customers into an empty ${SEED_RUN}...`);
+  const seedRowsPerSecond = seedDatabase(SEED_RUN, CUSTOMERS, { seed: 42, quiet: true });
+  log(`Seed: ${seedRowsPerSecond.toLocaleString('en')} rows/s`);
+  if (existsSync(SOURCE)) rmSync(SEED_RUN, { force: true });
+  else renameSync(SEED_RUN, SOURCE);
   openDatabase(SOURCE).close(); // brings a database kept from an older run up to the current schema
   for (const suffix of ['', '-wal', '-shm', '.secret']) rmSync(RUN + suffix, { force: true });
   copyFileSync(SOURCE, RUN);
@@ -208,11 +278,13 @@ async function main(): Promise<void> {
       .join(' AND ');
     const fullScan = db.prepare(`SELECT count(*) FROM customers NOT INDEXED WHERE ${where}`).pluck();
     const expected = fullScan.get() as number;
-    const got = await audience.count(compileConditions(set.conditions, now));
+    const bounds = compileConditions(set.conditions, now);
+    const got = await audience.count(bounds, now.getTime());
     if (got !== expected) throw new Error(`engine counted ${got}, SQL ${expected} for ${set.name}`);
+    if ((await audience.countAfresh(bounds)) !== expected) throw new Error(`engine counted afresh differently for ${set.name}`);
     aggregateRows.push({
-      name: `segment preview: ${set.name} = ${got}`,
-      ours: await timeAsync(() => audience.count(compileConditions(set.conditions, now))),
+      name: `segment preview: ${set.name} = ${got}, uncached`,
+      ours: await timeAsync(() => audience.countAfresh(compileConditions(set.conditions, now))),
       naive: timeIt(() => fullScan.get(), 3, 1),
     });
   }
@@ -254,30 +326,47 @@ async function main(): Promise<void> {
   for (const set of conditionSets) {
     httpRows.push(await load(`POST /v1/segments/preview: ${set.name}`, api('/v1/segments/preview'), { token, method: 'POST', body: { conditions: set.conditions } }));
   }
-
-  // Import: 1000-row requests of new customers, one after another.
-  const batches = 20;
-  const rows = [...syntheticCustomers(batches * 1000, { seed: 7, firstSerial: 50_000_000 })].map((c) => ({
-    name: c.name,
-    email: c.email,
-    country: c.country,
-    totalTransactions: c.totalTransactions,
-    totalAmountSpent: c.amountCents / 100,
-    lastActivityDate: new Date(c.lastActivityAt).toISOString(),
-    status: c.status,
-  }));
-  const importStart = performance.now();
-  for (let b = 0; b < batches; b++) {
-    const reply = await fetch(api('/v1/customers/import'), {
+  // Cold previews: every request has an amount bound no request had before, so each one is counted afresh.
+  let coldSerial = 0;
+  const [, fourConditions] = conditionSets;
+  httpRows.push(
+    await load(`POST /v1/segments/preview: ${fourConditions!.name}, cold`, api('/v1/segments/preview'), {
+      token,
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body: JSON.stringify({ customers: rows.slice(b * 1000, (b + 1) * 1000) }),
-    });
-    const report = (await reply.json()) as { imported: number };
-    if (report.imported !== 1000) throw new Error(`import batch ${b}: ${JSON.stringify(report).slice(0, 200)}`);
+      bodies: () => ({
+        conditions: fourConditions!.conditions.map((c) => (c.field === 'totalAmountSpent' ? { ...c, value: 1000 + ++coldSerial / 100 } : c)),
+      }),
+    }),
+  );
+
+  // Import: 1000-row requests (the API's cap) of new customers from 4 concurrent clients, while KPIs are polled.
+  const clients = 4;
+  const requests = 60;
+  const bodies: string[] = [];
+  const fresh = syntheticCustomers(requests * 1000, { seed: 7, firstSerial: 50_000_000 });
+  for (let b = 0; b < requests; b++) {
+    const customers = [];
+    for (let i = 0; i < 1000; i++) {
+      const c = fresh.next().value!;
+      customers.push({
+        name: c.name,
+        email: c.email,
+        country: c.country,
+        totalTransactions: c.totalTransactions,
+        totalAmountSpent: c.amountCents / 100,
+        lastActivityDate: new Date(c.lastActivityAt).toISOString(),
+        status: c.status,
+      });
+    }
+    bodies.push(JSON.stringify({ customers }));
   }
-  const importRowsPerSecond = (batches * 1000) / ((performance.now() - importStart) / 1000);
-  log(`Import: ${Math.round(importRowsPerSecond).toLocaleString('en')} rows/s (${batches} requests of 1000 rows)`);
+  const imports = await importLoad(api, token, bodies, clients);
+  const importRowsPerSecond = imports.rowsPerSecond;
+  log(
+    `Import: ${Math.round(importRowsPerSecond).toLocaleString('en')} rows/s (${requests} requests of 1000 rows from ${clients} clients; ` +
+      `slowest request ${Math.round(imports.worstImportMs)} ms); GET /v1/customers/kpis meanwhile: worst ${Math.round(imports.kpisWorstMs)} ms, ` +
+      `p99 ${Math.round(imports.kpisP99Ms)} ms over ${imports.kpisSamples} requests`,
+  );
 
   const peakRss = peakRssMb(service.pid!);
   service.kill('SIGTERM');
@@ -292,7 +381,9 @@ async function main(): Promise<void> {
     inProcess: aggregateRows.map((r) => ({ ...r, speedup: r.naive / r.ours })),
     searchTerms: { rare, onePercent, common },
     audienceIndexLoadMs: audienceLoadMs,
+    seedRowsPerSecond,
     importRowsPerSecond,
+    import: imports,
     startupMs,
     peakRssMb: peakRss,
   };
@@ -312,8 +403,10 @@ async function main(): Promise<void> {
     line(['-', '-', '-', '-']),
     ...report.inProcess.map((r) => line([r.name, r.ours.toFixed(3), r.naive.toFixed(1), `${Math.round(r.speedup)}x`])),
     '',
-    `Import through HTTP: ${Math.round(importRowsPerSecond).toLocaleString('en')} rows/s. Start-up to /health: ${Math.round(startupMs)} ms. ` +
-      `Peak RSS of the service: ${Math.round(peakRss)} MB. Audience index load: ${Math.round(audienceLoadMs)} ms.`,
+    `Import through HTTP in 1000-row requests from ${clients} clients: ${Math.round(importRowsPerSecond).toLocaleString('en')} rows/s ` +
+      `(slowest request ${Math.round(imports.worstImportMs)} ms); GET /v1/customers/kpis meanwhile waited at most ${Math.round(imports.kpisWorstMs)} ms ` +
+      `(p99 ${Math.round(imports.kpisP99Ms)} ms). Seed of ${base.toLocaleString('en')} customers into an empty database: ${seedRowsPerSecond.toLocaleString('en')} rows/s.`,
+    `Start-up to /health: ${Math.round(startupMs)} ms. Peak RSS of the service: ${Math.round(peakRss)} MB. Audience index load: ${Math.round(audienceLoadMs)} ms.`,
     `Figures written to ${OUT}.`,
   ];
   process.stdout.write(`\n${table.join('\n')}\n`);

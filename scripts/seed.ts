@@ -12,8 +12,10 @@ export function seedDatabase(path: string, count: number, options: { seed?: numb
   db.pragma('synchronous = OFF');
   const started = performance.now();
   const firstSerial = (db.prepare('SELECT coalesce(max(id), 0) + 1 AS n FROM customers').get() as { n: number }).n;
+  // On a terminal one progress line is rewritten in place; in a log (stderr not a terminal) only the summary is written.
+  const live = !options.quiet && process.stderr.isTTY;
   const progress = (inserted: number) => {
-    if (options.quiet) return;
+    if (!live) return;
     const rate = Math.round(inserted / ((performance.now() - started) / 1000));
     process.stderr.write(`\rseeding: ${inserted.toLocaleString('en')} / ${count.toLocaleString('en')} rows (${rate.toLocaleString('en')} rows/s)`);
   };
@@ -21,7 +23,7 @@ export function seedDatabase(path: string, count: number, options: { seed?: numb
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
   const rate = Math.round(count / ((performance.now() - started) / 1000));
-  if (!options.quiet) process.stderr.write(`\rseeded ${count.toLocaleString('en')} customers into ${path} at ${rate.toLocaleString('en')} rows/s, search index and aggregates included\n`);
+  if (!options.quiet) process.stderr.write(`${live ? '\r' : ''}seeded ${count.toLocaleString('en')} customers into ${path} at ${rate.toLocaleString('en')} rows/s, search index and aggregates included\n`);
   return rate;
 }
 

@@ -33,12 +33,16 @@ export function prng(seed: number): () => number {
   };
 }
 
-function weighted<T>(items: [T, number][], r: number): T {
-  const total = items.reduce((sum, [, w]) => sum + w, 0);
-  let x = r * total;
-  for (const [item, w] of items) if ((x -= w) < 0) return item;
-  return items[items.length - 1]![0];
+const COUNTRY_WEIGHT = COUNTRIES.reduce((sum, [, w]) => sum + w, 0);
+
+function weightedCountry(r: number): string {
+  let x = r * COUNTRY_WEIGHT;
+  for (const [item, w] of COUNTRIES) if ((x -= w) < 0) return item;
+  return COUNTRIES[COUNTRIES.length - 1]![0];
 }
+
+/** `first.last` lower-cased and without accents, per pair: computed once, not per customer. */
+const LOCAL_PARTS = FIRST.map((first) => LAST.map((last) => `${first}.${last}`.toLowerCase().normalize('NFD').replace(/[^a-z.]/g, '')));
 
 /**
  * Yields `count` customers: statuses about 60/25/15 (active/inactive/churned), last activity over the 24 months
@@ -50,8 +54,10 @@ export function* syntheticCustomers(count: number, options: { seed?: number; now
   const now = (options.now ?? new Date()).getTime();
   const firstSerial = options.firstSerial ?? 1;
   for (let i = 0; i < count; i++) {
-    const first = FIRST[Math.floor(random() * FIRST.length)]!;
-    const last = LAST[Math.floor(random() * LAST.length)]!;
+    const f = Math.floor(random() * FIRST.length);
+    const l = Math.floor(random() * LAST.length);
+    const first = FIRST[f]!;
+    const last = LAST[l]!;
     const roll = random();
     const status: CustomerStatus = roll < 0.6 ? 'active' : roll < 0.85 ? 'inactive' : 'churned';
     // Days since last activity: active customers mostly within 90 days, churned ones mostly long ago.
@@ -59,11 +65,10 @@ export function* syntheticCustomers(count: number, options: { seed?: number; now
     const daysAgo = Math.min(729, Math.floor(-Math.log(1 - random() * 0.999) * (spread / 2.5)) + (status === 'churned' ? 30 : 0));
     const transactions = Math.floor(-Math.log(1 - random() * 0.999) * 12);
     const spend = transactions === 0 ? 0 : Math.round(transactions * 35 * Math.exp(random() * 2.2 - 0.6) * 100);
-    const local = `${first}.${last}`.toLowerCase().normalize('NFD').replace(/[^a-z.]/g, '');
     yield {
       name: `${first} ${last}`,
-      email: `${local}.${firstSerial + i}@${DOMAINS[Math.floor(random() * DOMAINS.length)]}`,
-      country: weighted(COUNTRIES, random()),
+      email: `${LOCAL_PARTS[f]![l]}.${firstSerial + i}@${DOMAINS[Math.floor(random() * DOMAINS.length)]}`,
+      country: weightedCountry(random()),
       totalTransactions: transactions,
       amountCents: spend,
       lastActivityAt: now - daysAgo * DAY_MS - Math.floor(random() * DAY_MS),

@@ -1,65 +1,100 @@
-// Bulk loading for seeding: rows go in large transactions, then the search index and the
-// aggregate tables are built for them in bulk. Not for live requests (the service uses customers.ts).
+// Bulk loading for seeding: rows go in large transactions, then the search index and the aggregate tables are built
+// for them in bulk. Into an empty table the indexes are built once at the end, and the search index is built at the
+// same time on a second thread (search-index-builder.ts). Not for live requests (the service uses customers.ts).
 import { countryKey, type CustomerRecord } from '../domain/customers.ts';
 import { generationBumper } from './customer-generation.ts';
 import { createCustomerStats, StatsDelta } from './customer-stats.ts';
 import type { Db } from './database.ts';
+import { startSearchIndexBuild } from './search-index-build.ts';
+
+/** Rows per INSERT statement: one call into SQLite per 100 rows instead of per row. */
+const ROWS_PER_STATEMENT = 100;
+const BATCH = 50_000;
+const COLUMNS = '(name, email, country, country_key, total_transactions, amount_cents, last_activity_at, status, created_at, updated_at)';
 
 /**
  * Inserts the records (emails must be new and unique), then indexes their text and adds them to the aggregates.
  * Returns how many were inserted. `onProgress` hears the running count after each batch.
  */
 export function bulkInsertCustomers(db: Db, records: Iterable<CustomerRecord>, now: Date, onProgress: (inserted: number) => void = () => {}): number {
-  const insert = db.prepare(
-    `INSERT INTO customers (name, email, country, country_key, total_transactions, amount_cents, last_activity_at, status, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const firstNewId = (db.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM customers').get() as { id: number }).id;
+  const manyRows = db.prepare(`INSERT INTO customers ${COLUMNS} VALUES ${Array(ROWS_PER_STATEMENT).fill('(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`);
+  const oneRow = db.prepare(`INSERT INTO customers ${COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const lastId = db.prepare("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'customers'), 0)").pluck();
+  const firstNewId = (lastId.get() as number) + 1;
+  const empty = !db.prepare('SELECT 1 FROM customers LIMIT 1').get();
   // Into an empty table, building the secondary indexes once at the end (a sort) beats updating them row by row.
-  const deferred = firstNewId === 1 && !db.prepare('SELECT 1 FROM customers LIMIT 1').get()
+  const deferred = empty
     ? (db.prepare(`SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'customers' AND sql IS NOT NULL`).all() as { name: string; sql: string }[])
     : [];
   for (const index of deferred) db.exec(`DROP INDEX ${index.name}`);
+  // An empty search index is built on a second thread while this one loads rows and sorts indexes.
+  const search = empty && !db.memory ? startSearchIndexBuild(db) : undefined;
   const at = now.getTime();
-  const batchSize = 50_000;
+  const delta = new StatsDelta();
+  const values: unknown[] = new Array(ROWS_PER_STATEMENT * 10);
+  const flush = db.transaction((rows: CustomerRecord[]) => {
+    const first = (lastId.get() as number) + 1;
+    let i = 0;
+    for (; i + ROWS_PER_STATEMENT <= rows.length; i += ROWS_PER_STATEMENT) {
+      for (let k = 0; k < ROWS_PER_STATEMENT; k++) bind(values, k * 10, rows[i + k]!, at);
+      manyRows.run(values);
+    }
+    for (; i < rows.length; i++) oneRow.run(bind([], 0, rows[i]!, at));
+    for (const r of rows) delta.add({ ...r, countryKey: countryKey(r.country) }, 1);
+    return first;
+  });
   let inserted = 0;
   let batch: CustomerRecord[] = [];
-  const delta = new StatsDelta();
-  const bumpGeneration = generationBumper(db);
-  const flush = db.transaction((rows: CustomerRecord[]) => {
-    for (const r of rows) {
-      const key = countryKey(r.country);
-      insert.run(r.name, r.email, r.country, key, r.totalTransactions, r.amountCents, r.lastActivityAt, r.status, at, at);
-      delta.add({ ...r, countryKey: key }, 1);
-    }
-  });
+  const write = () => {
+    const first = flush.immediate(batch);
+    search?.add(first, batch);
+    inserted += batch.length;
+    batch = [];
+    onProgress(inserted);
+  };
   for (const record of records) {
     batch.push(record);
-    if (batch.length === batchSize) {
-      flush.immediate(batch);
-      inserted += batch.length;
-      batch = [];
-      onProgress(inserted);
-    }
+    if (batch.length === BATCH) write();
   }
-  if (batch.length > 0) {
-    flush.immediate(batch);
-    inserted += batch.length;
-    onProgress(inserted);
-  }
+  if (batch.length > 0) write();
   if (deferred.length > 0) {
-    db.pragma('threads = 2'); // let the index sorts use a second core
+    // The sorter spills runs of about cache_size and sorts them on helper threads; a small cache gives it several.
+    const cacheSize = db.pragma('cache_size', { simple: true }) as number;
+    db.pragma('cache_size = -32768');
+    db.pragma('threads = 2');
     db.transaction(() => {
       for (const index of deferred) db.exec(index.sql);
     }).immediate();
+    db.pragma(`cache_size = ${cacheSize}`);
   }
+  if (search) search.finish();
+  else {
+    db.transaction(() => {
+      // A 256 MiB term buffer lets FTS5 write a few large segments instead of merging many small ones. The setting
+      // is kept in the table, but FTS5 flushes the buffer at every commit, so small live writes never fill it.
+      db.exec(`INSERT INTO customer_search (customer_search, rank) VALUES ('hashsize', 268435456)`);
+      db.prepare(`INSERT INTO customer_search (rowid, text) SELECT id, name || char(10) || email FROM customers WHERE id >= ?`).run(firstNewId);
+    }).immediate();
+  }
+  const bumpGeneration = generationBumper(db);
   db.transaction(() => {
-    // A 256 MiB term buffer lets FTS5 write a few large segments instead of merging many small ones. The setting
-    // is kept in the table, but FTS5 flushes the buffer at every commit, so small live writes never fill it.
-    db.exec(`INSERT INTO customer_search (customer_search, rank) VALUES ('hashsize', 268435456)`);
-    db.prepare(`INSERT INTO customer_search (rowid, text) SELECT id, name || char(10) || email FROM customers WHERE id >= ?`).run(firstNewId);
     createCustomerStats(db).apply(delta);
     bumpGeneration(); // tells a running service that customers changed under it
   }).immediate();
   return inserted;
+}
+
+/** Writes the record's ten column values into `values` from `offset`; returns `values`. */
+function bind(values: unknown[], offset: number, r: CustomerRecord, at: number): unknown[] {
+  values[offset] = r.name;
+  values[offset + 1] = r.email;
+  values[offset + 2] = r.country;
+  values[offset + 3] = countryKey(r.country);
+  values[offset + 4] = r.totalTransactions;
+  values[offset + 5] = r.amountCents;
+  values[offset + 6] = r.lastActivityAt;
+  values[offset + 7] = r.status;
+  values[offset + 8] = at;
+  values[offset + 9] = at;
+  return values;
 }

@@ -37,6 +37,27 @@ export class StatsDelta {
     country.customers += sign;
     this.countries.set(countryKeyStatus, country);
   }
+
+  /** Adds another delta's sums to this one. */
+  merge(other: StatsDelta): void {
+    for (const [status, t] of other.totals) {
+      const total = this.totals.get(status) ?? { customers: 0, cents: 0 };
+      total.customers += t.customers;
+      total.cents += t.cents;
+      this.totals.set(status, total);
+    }
+    for (const [key, d] of other.days) {
+      const bucket = this.days.get(key) ?? { status: d.status, day: d.day, customers: 0, cents: 0 };
+      bucket.customers += d.customers;
+      bucket.cents += d.cents;
+      this.days.set(key, bucket);
+    }
+    for (const [key, c] of other.countries) {
+      const country = this.countries.get(key) ?? { countryKey: c.countryKey, status: c.status, customers: 0 };
+      country.customers += c.customers;
+      this.countries.set(key, country);
+    }
+  }
 }
 
 export type CustomerStats = ReturnType<typeof createCustomerStats>;

@@ -26,14 +26,7 @@ export function openDatabase(path: string): Db {
   const db = new Database(path);
   // Readers never block the writer and the writer never blocks readers; the CLI can write while the server runs.
   db.pragma('journal_mode = WAL');
-  // With WAL, NORMAL loses no committed data on a process crash and fsyncs far less often.
-  db.pragma('synchronous = NORMAL');
-  // Declared REFERENCES are enforced (SQLite leaves them off by default).
-  db.pragma('foreign_keys = ON');
-  // 64 MiB of page cache: the customer indexes of a large base stay in memory, so writes touch fewer cold pages.
-  db.pragma('cache_size = -65536');
-  // Another process holding the write lock (the user CLI, a backup) makes us wait, not fail.
-  db.pragma('busy_timeout = 5000');
+  configure(db, SERVICE_CACHE_KIB);
   try {
     migrate(db);
   } catch (error) {
@@ -41,6 +34,36 @@ export function openDatabase(path: string): Db {
     throw error;
   }
   return db;
+}
+
+/**
+ * Returns a second read-write connection to the database that `openDatabase` opened at `path` (not upgraded again),
+ * for a thread that writes large batches: a page cache of `cacheMiB` MiB, so the customer indexes stay in memory
+ * between its transactions.
+ */
+export function openWriterConnection(path: string, cacheMiB: number): Db {
+  const db = new Database(path, { fileMustExist: true });
+  configure(db, cacheMiB * 1024);
+  return db;
+}
+
+/** Returns a read-only connection to the file of `db`, for reading one snapshot over many steps; throws when it is gone. */
+export function openReadConnection(db: Db): Db {
+  if (db.memory) throw new Error('An in-memory database has no second connection.');
+  return new Database(db.name, { readonly: true, fileMustExist: true });
+}
+
+/** 64 MiB of page cache for the service's connection: the pages of the default list sorts stay in memory. */
+const SERVICE_CACHE_KIB = 65_536;
+
+function configure(db: Db, cacheKiB: number): void {
+  // With WAL, NORMAL loses no committed data on a process crash and fsyncs far less often.
+  db.pragma('synchronous = NORMAL');
+  // Declared REFERENCES are enforced (SQLite leaves them off by default).
+  db.pragma('foreign_keys = ON');
+  db.pragma(`cache_size = -${cacheKiB}`);
+  // Another process holding the write lock (the user CLI, a backup) makes us wait, not fail.
+  db.pragma('busy_timeout = 5000');
 }
 
 function migrate(db: Db): void {

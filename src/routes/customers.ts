@@ -112,7 +112,7 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
     body: ImportRequest,
     documentedBody: ImportRequestDocumented,
     response: ImportReport,
-    handle({ body }) {
+    async handle({ body }) {
       type Failure = { row: number; email: string | null; reason: string; errors: FieldError[] };
       const failures: Failure[] = [];
       const valid: { row: number; record: CustomerRecord }[] = [];
@@ -135,7 +135,7 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
           errors,
         });
       });
-      const ids = customers.insertCustomers(valid.map((r) => r.record), clock());
+      const ids = await customers.importCustomers(valid.map((r) => r.record), clock());
       ids.forEach((id, i) => {
         if (id) return;
         const { row, record } = valid[i]!;

@@ -10,7 +10,11 @@ import { Preview, PreviewRequest, Segment, SegmentChanges, SegmentList, SegmentR
 /** Returns the segment operations. */
 export function segmentOperations({ segments, audience, clock }: { segments: SegmentRepository; audience: AudienceIndex; clock: Clock }) {
   /** The one way any segment count is made: preview, save, update and get all come here. */
-  const countMatches = (conditions: readonly Condition[]) => audience.count(compileConditions(conditions, clock()));
+  const countMatches = (conditions: readonly Condition[]) => {
+    const now = clock();
+    // The instant the bounds were compiled at: counts are remembered relative to it.
+    return audience.count(compileConditions(conditions, now), now.getTime());
+  };
 
   const list = operation({
     operationId: 'segments.list',

@@ -1,0 +1,133 @@
+// The customer write transactions: insert (batches of records), update, delete. Each keeps the search index, the
+// aggregate tables and the generation in the same transaction as the rows. Used by the service's connection and by
+// the import writer's (customer-import-writer.ts). Knows no HTTP.
+import { AppError } from '../domain/errors.ts';
+import { countryKey, type CustomerRecord } from '../domain/customers.ts';
+import { generationBumper } from './customer-generation.ts';
+import { searchText, toStored, type CustomerChange, type CustomerRow, type StoredCustomer } from './customer-rows.ts';
+import { createCustomerStats, StatsDelta } from './customer-stats.ts';
+import { isUniqueViolation, type Db } from './database.ts';
+
+/** What a batch became: each record's stored customer, or undefined when its email was taken; or the error that undid it. */
+export type BatchResult = { stored: (StoredCustomer | undefined)[] } | { error: unknown };
+
+export type CustomerWrites = ReturnType<typeof createCustomerWrites>;
+
+/** Returns the write transactions on `db`, with their statements prepared once. */
+export function createCustomerWrites(db: Db) {
+  const stats = createCustomerStats(db);
+  const bump = generationBumper(db);
+  const byId = db.prepare<[number], CustomerRow>('SELECT * FROM customers WHERE id = ?');
+  const insert = db.prepare(
+    `INSERT INTO customers (name, email, country, country_key, total_transactions, amount_cents, last_activity_at, status, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (email) DO NOTHING`,
+  );
+  const update = db.prepare(
+    `UPDATE customers SET name = @name, email = @email, country = @country, country_key = @countryKey,
+       total_transactions = @totalTransactions, amount_cents = @amountCents, last_activity_at = @lastActivityAt,
+       status = @status, updated_at = @now
+     WHERE id = @id`,
+  );
+  const remove = db.prepare('DELETE FROM customers WHERE id = ?');
+  const indexText = db.prepare('INSERT INTO customer_search (rowid, text) VALUES (?, ?)');
+  const unindexText = db.prepare('DELETE FROM customer_search WHERE rowid = ?');
+  const lastId = db.prepare("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'customers'), 0)").pluck();
+  // The rows a batch added have every id above the last one before it: this transaction is the only writer.
+  const indexTextFrom = db.prepare(`INSERT INTO customer_search (rowid, text) SELECT id, name || char(10) || email FROM customers WHERE id > ?`);
+
+  /** Inserts one batch's rows and indexes their search text in one statement; adds them to `delta`. */
+  const insertBatch = (records: readonly CustomerRecord[], now: number, delta: StatsDelta): (StoredCustomer | undefined)[] => {
+    const before = lastId.get() as number;
+    const stored = records.map((r) => {
+      const key = countryKey(r.country);
+      const result = insert.run(r.name, r.email, r.country, key, r.totalTransactions, r.amountCents, r.lastActivityAt, r.status, now, now);
+      if (result.changes === 0) return undefined;
+      const customer: StoredCustomer = { ...r, id: Number(result.lastInsertRowid), countryKey: key };
+      delta.add(customer, 1);
+      return customer;
+    });
+    if (stored.some((s) => s !== undefined)) indexTextFrom.run(before);
+    return stored;
+  };
+
+  /** Every batch in one transaction that counts one generation. */
+  const insertAll = db.transaction((batches: readonly { records: readonly CustomerRecord[]; now: number }[]) => {
+    const delta = new StatsDelta();
+    const stored = batches.map(({ records, now }) => insertBatch(records, now, delta));
+    stats.apply(delta);
+    return { stored, generation: bump() };
+  });
+
+  return {
+    stats,
+
+    /**
+     * Inserts every batch (its records, stamped `now`) in one transaction that counts one generation. Should that
+     * transaction fail, each batch is tried in a transaction of its own, so one failing batch cannot take the others
+     * with it. (Savepoints per batch would copy every page a batch touches to a sub-journal: most of the cost of a
+     * large import.) Returns each batch's result and the commits made: their generations and batches, in order.
+     */
+    insertBatches(batches: readonly { records: readonly CustomerRecord[]; now: number }[]): {
+      results: BatchResult[];
+      commits: { generation: number; batches: number[] }[];
+    } {
+      try {
+        const { stored, generation } = insertAll.immediate(batches);
+        return { results: stored.map((s) => ({ stored: s })), commits: [{ generation, batches: batches.map((_, i) => i) }] };
+      } catch (error) {
+        if (batches.length === 1) return { results: [{ error }], commits: [] };
+      }
+      const commits: { generation: number; batches: number[] }[] = [];
+      const results = batches.map((batch, i): BatchResult => {
+        try {
+          const alone = insertAll.immediate([batch]);
+          commits.push({ generation: alone.generation, batches: [i] });
+          return { stored: alone.stored[0]! };
+        } catch (error) {
+          return { error };
+        }
+      });
+      return { results, commits };
+    },
+
+    /** Applies the changes to one customer; throws `not_found`, or `conflict` when the email is taken. */
+    updateOne: db.transaction((id: number, changes: Partial<CustomerRecord>, now: number) => {
+      const row = byId.get(id);
+      if (!row) throw new AppError('not_found', `No customer with id ${id}.`);
+      const before = toStored(row);
+      const merged = { ...before, ...changes };
+      const after: StoredCustomer = { ...merged, countryKey: countryKey(merged.country) };
+      try {
+        update.run({ ...after, now });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new AppError('conflict', `A customer with the email ${after.email} already exists.`);
+        throw error;
+      }
+      if (after.name !== before.name || after.email !== before.email) {
+        unindexText.run(id);
+        indexText.run(id, searchText(after.name, after.email));
+      }
+      const delta = new StatsDelta();
+      delta.add(before, -1);
+      delta.add(after, 1);
+      stats.apply(delta);
+      const change: CustomerChange = { before, after };
+      return { change, generation: bump() };
+    }),
+
+    /** Deletes one customer; throws `not_found`. */
+    deleteOne: db.transaction((id: number) => {
+      const row = byId.get(id);
+      if (!row) throw new AppError('not_found', `No customer with id ${id}.`);
+      const before = toStored(row);
+      remove.run(id);
+      unindexText.run(id);
+      const delta = new StatsDelta();
+      delta.add(before, -1);
+      stats.apply(delta);
+      const change: CustomerChange = { before, after: undefined };
+      return { change, generation: bump() };
+    }),
+  };
+}
