@@ -12,12 +12,13 @@ export function seedDatabase(path: string, count: number, options: { seed?: numb
   db.pragma('synchronous = OFF');
   const started = performance.now();
   const firstSerial = (db.prepare('SELECT coalesce(max(id), 0) + 1 AS n FROM customers').get() as { n: number }).n;
-  // On a terminal one progress line is rewritten in place; in a log (stderr not a terminal) only the summary is written.
+  // On a terminal one progress line is rewritten in place; in a log (stderr not a terminal) each is a whole line.
   const live = !options.quiet && process.stderr.isTTY;
   const progress = (inserted: number) => {
-    if (!live) return;
+    if (options.quiet) return;
     const rate = Math.round(inserted / ((performance.now() - started) / 1000));
-    process.stderr.write(`\rseeding: ${inserted.toLocaleString('en')} / ${count.toLocaleString('en')} rows (${rate.toLocaleString('en')} rows/s)`);
+    const line = `seeding: ${inserted.toLocaleString('en')} / ${count.toLocaleString('en')} rows (${rate.toLocaleString('en')} rows/s)`;
+    process.stderr.write(live ? `\r${line}` : `${line}\n`);
   };
   bulkInsertCustomers(db, syntheticCustomers(count, { seed: options.seed ?? firstSerial, now: options.now, firstSerial }), new Date(), progress);
   db.pragma('wal_checkpoint(TRUNCATE)');

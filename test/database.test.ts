@@ -182,3 +182,34 @@ test('segments engine: after a failed reload the next count reloads again instea
     rmSync(folder, { recursive: true, force: true });
   }
 });
+
+test('a bulk load that dies before its last transaction is finished on the next open: search index and aggregates match the rows', async () => {
+  const { bulkInsertCustomers } = await import('../src/db/customer-bulk.ts');
+  const { syntheticCustomers } = await import('../scripts/synthetic-customers.ts');
+  const path = join(tempDir(), 'interrupted.db');
+  const first = openDatabase(path);
+  bulkInsertCustomers(first, syntheticCustomers(10, { seed: 1, firstSerial: 1 }), new Date()); // not empty: a live-table load
+  const dying = function* () {
+    yield* syntheticCustomers(60_000, { seed: 2, firstSerial: 100 }); // the first 50,000 commit as one batch
+    throw new Error('killed');
+  };
+  assert.throws(() => bulkInsertCustomers(first, dying(), new Date()), /killed/);
+  first.close();
+
+  const db = openDatabase(path);
+  try {
+    const rows = db.prepare('SELECT count(*) FROM customers').pluck().get() as number;
+    assert.ok(rows >= 50_010, `${rows} rows`);
+    const totals = db.prepare('SELECT sum(customers) AS n, sum(amount_cents) AS cents FROM customer_totals').get() as { n: number; cents: number };
+    const actual = db.prepare('SELECT count(*) AS n, sum(amount_cents) AS cents FROM customers').get() as { n: number; cents: number };
+    assert.deepEqual(totals, actual);
+    assert.equal(db.prepare('SELECT sum(customers) FROM customer_days').pluck().get(), rows);
+    assert.equal(db.prepare('SELECT sum(customers) FROM customer_countries').pluck().get(), rows);
+    const last = db.prepare('SELECT id, email FROM customers ORDER BY id DESC LIMIT 1').get() as { id: number; email: string };
+    const found = db.prepare('SELECT rowid FROM customer_search WHERE customer_search MATCH ?').pluck().all(`"${last.email}"`);
+    assert.deepEqual(found, [last.id]);
+    assert.equal(db.prepare("SELECT count(*) FROM meta WHERE key = 'bulk_load_from'").pluck().get(), 0);
+  } finally {
+    db.close();
+  }
+});
