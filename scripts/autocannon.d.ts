@@ -7,6 +7,8 @@ declare module 'autocannon' {
     method?: string;
     headers?: Record<string, string>;
     body?: string;
+    /** Per-request hooks; `setupRequest` may replace the body of each request. */
+    requests?: { setupRequest?: (request: object) => object }[];
   }
   interface Histogram {
     average: number;

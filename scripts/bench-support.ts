@@ -43,9 +43,9 @@ export function rssMb(pid: number, which: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   return Number(new RegExp(`${which}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) / 1024;
 }
 
-/** The value at fraction `p` (0.5, 0.99) of ascending `sorted`. */
-export function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
+/** The value at fraction `p` (0.5, 0.99) of the samples, in any order. */
+export function percentile(samples: readonly number[], p: number): number {
+  return [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * p))] ?? 0;
 }
 
 /** Signs in and returns the access token. */
@@ -55,10 +55,20 @@ export async function signIn(base: string, email: string, password: string): Pro
   return ((await reply.json()) as { accessToken: string }).accessToken;
 }
 
+export interface LoadOptions {
+  token?: string;
+  method?: string;
+  body?: unknown;
+  /** A fresh body for every request, so nothing the service remembers can answer it (autocannon's `requests`). */
+  bodies?: () => unknown;
+  connections?: number;
+}
+
 /** Drives `url` with autocannon (50 connections unless said) for `duration` seconds; logs and returns the row. */
-export async function load(name: string, url: string, duration: number, options: { token?: string; method?: string; body?: unknown; connections?: number } = {}): Promise<Load> {
+export async function load(name: string, url: string, duration: number, options: LoadOptions = {}): Promise<Load> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
+  const { bodies } = options;
   const result = await autocannon({
     url,
     connections: options.connections ?? 50,
@@ -66,6 +76,7 @@ export async function load(name: string, url: string, duration: number, options:
     method: options.method ?? 'GET',
     headers,
     body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    requests: bodies && [{ setupRequest: (request: object) => ({ ...request, body: JSON.stringify(bodies()) }) }],
   });
   const row = { name, requestsPerSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
   log(`  ${name.padEnd(52)} ${String(Math.round(row.requestsPerSecond)).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms${row.non2xx ? `  (${row.non2xx} failed)` : ''}`);

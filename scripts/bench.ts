@@ -2,9 +2,7 @@
 // prints a table; figures are also written as JSON. See README "Benchmark" for what each row means.
 // Besides the read endpoints it measures a fresh seed, imports from several concurrent clients while a poller
 // watches how long other requests wait, and segment previews both repeated and never seen before.
-import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,6 +13,9 @@ import { createUserRepository } from '../src/db/users.ts';
 import { DAY_MS, STALE_AFTER_DAYS } from '../src/domain/customers.ts';
 import { hashPassword } from '../src/domain/passwords.ts';
 import { compileConditions, type Condition } from '../src/domain/segments.ts';
+import { benchCampaigns } from './bench-campaigns.ts';
+import { benchChat } from './bench-chat.ts';
+import { load as loadFor, log, percentile, rssMb, startProcess as start, waitFor, type LoadOptions } from './bench-support.ts';
 import { seedDatabase } from './seed.ts';
 import { syntheticCustomers } from './synthetic-customers.ts';
 
@@ -32,8 +33,8 @@ const FLOOR_PORT = 3918;
 const EMAIL = 'bench@example.com';
 const PASSWORD = 'bench-password-1';
 
-const log = (text: string) => process.stderr.write(`${text}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const load = (name: string, url: string, options: LoadOptions = {}) => loadFor(name, url, DURATION, options);
 
 /** Milliseconds per call of `fn`, the median of several rounds. */
 function timeIt(fn: () => unknown, rounds = 7, perRound = 3): number {
@@ -57,63 +58,6 @@ async function timeAsync(fn: () => Promise<unknown>, rounds = 7): Promise<number
   }
   return samples.sort((a, b) => a - b)[Math.floor(rounds / 2)]!;
 }
-
-/** Starts a child process whose stdout goes to a file: a pipe the benchmark reads would stall it when full. */
-function start(command: string[], env: Record<string, string>, logFile: string): ChildProcess {
-  return spawn(process.execPath, command, { env: { ...process.env, ...env }, stdio: ['ignore', openSync(logFile, 'w'), 'inherit'] });
-}
-
-async function waitFor(url: string, timeoutMs = 60_000): Promise<number> {
-  const begun = performance.now();
-  for (;;) {
-    try {
-      if ((await fetch(url)).ok) return performance.now() - begun;
-    } catch {
-      // not listening yet
-    }
-    if (performance.now() - begun > timeoutMs) throw new Error(`${url} did not answer`);
-    await sleep(5);
-  }
-}
-
-function peakRssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
-}
-
-interface Load {
-  name: string;
-  requestsPerSecond: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-}
-
-async function load(
-  name: string,
-  url: string,
-  options: { token?: string; method?: string; body?: unknown; bodies?: () => unknown } = {},
-): Promise<Load> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (options.token) headers.authorization = `Bearer ${options.token}`;
-  const { bodies } = options;
-  const settings = {
-    url,
-    connections: 50,
-    duration: DURATION,
-    method: options.method ?? 'GET',
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    // A fresh body for every request, so nothing the service remembers can answer it (autocannon's `requests`).
-    requests: bodies && [{ setupRequest: (request: object) => ({ ...request, body: JSON.stringify(bodies()) }) }],
-  };
-  const result = await autocannon(settings);
-  const row = { name, requestsPerSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
-  log(`  ${name.padEnd(44)} ${String(Math.round(row.requestsPerSecond)).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms${row.non2xx ? `  (${row.non2xx} failed)` : ''}`);
-  return row;
-}
-
-const percentile = (samples: number[], p: number) => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(samples.length * p))] ?? 0;
 
 interface ImportLoad {
   rowsPerSecond: number;
@@ -368,9 +312,14 @@ async function main(): Promise<void> {
       `p99 ${Math.round(imports.kpisP99Ms)} ms over ${imports.kpisSamples} requests`,
   );
 
-  const peakRss = peakRssMb(service.pid!);
+  const peakRss = rssMb(service.pid!, 'VmHWM');
   service.kill('SIGTERM');
   floor.kill('SIGTERM');
+  await new Promise((resolve) => service.once('exit', resolve));
+
+  // Campaigns (100,000 of them) and chat streams, on the same database.
+  const campaigns = await benchCampaigns({ database: RUN, duration: DURATION });
+  const chat = await benchChat({ database: RUN });
 
   const report = {
     measuredAt: new Date().toISOString(),
@@ -386,6 +335,8 @@ async function main(): Promise<void> {
     import: imports,
     startupMs,
     peakRssMb: peakRss,
+    campaigns,
+    chat,
   };
   mkdirSync(dirname(OUT), { recursive: true });
   writeFileSync(OUT, `${JSON.stringify(report, null, 2)}\n`);
@@ -407,6 +358,29 @@ async function main(): Promise<void> {
       `(slowest request ${Math.round(imports.worstImportMs)} ms); GET /v1/customers/kpis meanwhile waited at most ${Math.round(imports.kpisWorstMs)} ms ` +
       `(p99 ${Math.round(imports.kpisP99Ms)} ms). Seed of ${base.toLocaleString('en')} customers into an empty database: ${seedRowsPerSecond.toLocaleString('en')} rows/s.`,
     `Start-up to /health: ${Math.round(startupMs)} ms. Peak RSS of the service: ${Math.round(peakRss)} MB. Audience index load: ${Math.round(audienceLoadMs)} ms.`,
+    '',
+    line(['Campaigns (50 connections)', 'req/s', 'p50 ms', 'p99 ms', 'of floor']),
+    line(['-', '-', '-', '-', '-']),
+    line([campaigns.floor.name, String(Math.round(campaigns.floor.requestsPerSecond)), String(campaigns.floor.p50), String(campaigns.floor.p99), '100%']),
+    line([campaigns.list.name, String(Math.round(campaigns.list.requestsPerSecond)), String(campaigns.list.p50), String(campaigns.list.p99), `${Math.round(campaigns.list.ratioToFloor * 100)}%`]),
+    line([campaigns.localGeneration.name, String(Math.round(campaigns.localGeneration.requestsPerSecond)), String(campaigns.localGeneration.p50), String(campaigns.localGeneration.p99), '']),
+    '',
+    `Generation through a provider answering at once, ${campaigns.provider.requests} requests one at a time: service p50 ${campaigns.provider.serviceP50.toFixed(2)} ms, ` +
+      `provider p50 ${campaigns.provider.providerP50.toFixed(2)} ms, added by the service p50 ${campaigns.provider.addedP50.toFixed(2)} ms.`,
+    '',
+    line(['Chat streams', 'first frame p50 / p99 ms', 'first text p50 / p99 ms', 'open at once', 'RSS MB before / open', '/health p99 ms']),
+    line(['-', '-', '-', '-', '-', '-']),
+    ...chat.map((r) =>
+      line([
+        `${r.streams} streams, ${r.name}`,
+        `${r.firstFrame.p50.toFixed(1)} / ${r.firstFrame.p99.toFixed(1)}`,
+        `${r.firstText.p50.toFixed(1)} / ${r.firstText.p99.toFixed(1)}`,
+        String(r.peakOpen),
+        `${Math.round(r.rssBeforeMb)} / ${Math.round(r.rssOpenMb)}`,
+        r.healthP99Ms.toFixed(1),
+      ]),
+    ),
+    '',
     `Figures written to ${OUT}.`,
   ];
   process.stdout.write(`\n${table.join('\n')}\n`);
