@@ -165,6 +165,14 @@ describe('local generator', () => {
     }
   });
 
+  test('a title cut to its limit does not end on a word that promised more ("... 15% off their")', async () => {
+    const objective = 'Win back lapsing regulars with 15% off their next order this month';
+    for (const tone of TONES) {
+      const { title } = await generateOk(service, token, briefFor(segment.id, { channel: 'sms', tone, objective }));
+      assert.doesNotMatch(title, /\b(their|the|a|an|to|for|with|of|on|and|your|our)$/i, `${tone}: ${title}`);
+    }
+  });
+
   test('is deterministic: the same request gives the same title, message and call to action', async () => {
     for (const channel of CHANNELS) {
       const body = briefFor(segment.id, { channel, tone: 'urgent', objective: LONG_OBJECTIVE });

@@ -56,6 +56,16 @@ function lowerFirst(text: string): string {
   return /^[A-Z][a-z]/.test(text) ? text.charAt(0).toLowerCase() + text.slice(1) : text;
 }
 
+/** Words a cut phrase should not end on ("15% off their"): they promise a word that was cut away. */
+const DANGLING = new Set(['a', 'an', 'the', 'their', 'your', 'our', 'my', 'its', 'to', 'for', 'with', 'of', 'on', 'in', 'at', 'by', 'and', 'or', 'from', 'into', 'this', 'that']);
+
+/** Returns the phrase without the function words a cut left at its end (keeping at least one word). */
+function withoutDanglingWord(phrase: string): string {
+  const words = phrase.split(' ');
+  while (words.length > 1 && DANGLING.has(words[words.length - 1]!.toLowerCase())) words.pop();
+  return words.join(' ').replace(/[\s,;:(\-–—]+$/u, '');
+}
+
 /** The objective's first sentence as a headline-like phrase, without its closing punctuation. */
 function topicOf(objective: string): string {
   const text = cleanText(objective);
@@ -89,7 +99,7 @@ export function localCopy(brief: Brief): CampaignCopy {
   const voice = VOICES[brief.tone];
   const topic = topicOf(brief.objective);
   const limits = CHANNEL_LIMITS[brief.channel];
-  const title = cutAtWord(voice.title(topic), limits.title);
+  const title = withoutDanglingWord(cutAtWord(voice.title(topic), limits.title));
 
   if (brief.channel === 'email') {
     const message = [
@@ -102,7 +112,7 @@ export function localCopy(brief: Brief): CampaignCopy {
   }
 
   const room = limits.message - voice.callToAction.length - 1;
-  const headline = `${cutAtWord(topic, Math.min(topic.length, room - 1))}.`;
+  const headline = `${withoutDanglingWord(cutAtWord(topic, Math.min(topic.length, room - 1)))}.`;
   const body = fill(
     [
       { text: voice.opener, priority: 2 },
