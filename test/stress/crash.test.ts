@@ -2,10 +2,8 @@
 // burst of segment saves. After each restart a separate connection checks the file, and the restarted service
 // must agree with it: KPIs, list totals, search and segment previews (the in-memory audience index).
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { prng } from '../../scripts/synthetic-customers.ts';
 import { CUSTOMER_STATUSES } from '../../src/domain/customers.ts';
 import { NUMERIC_OPERATORS, type Condition } from '../../src/domain/segments.ts';
@@ -20,9 +18,9 @@ import {
   countByConditions,
   openReadOnly,
 } from './store-invariants.ts';
+import { tempDir } from '../support/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'campaigns-crash-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('campaigns-crash-');
 
 const SEED = Number(process.env.STRESS_SEED ?? 20261120);
 const random = prng(SEED);

@@ -2,15 +2,14 @@
 // bounded time. Its memory must settle (the RSS of the last third of the run grows little over the middle third),
 // every request must be answered, and in bounded time: no queue grows without limit.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { seedDatabase } from '../../scripts/seed.ts';
 import { launchService, rssMb, signInAdmin } from './child-service.ts';
 import { importBatch } from './import-batches.ts';
 import { assertCustomersConsistent } from './store-invariants.ts';
+import { tempDir } from '../support/temp-dir.ts';
 
 const DURATION_MS = Number(process.env.STRESS_MEMORY_MS ?? 18_000);
 const IMPORTERS = 100;
@@ -27,8 +26,7 @@ const SETTLED_MB = 30;
 const P99_BOUND_MS = 10_000;
 const GIVE_UP_MS = 30_000;
 
-const dir = mkdtempSync(join(tmpdir(), 'campaigns-memory-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('campaigns-memory-');
 
 const LIST_QUERIES = [
   '/v1/customers',
