@@ -58,7 +58,10 @@ export function createListener(handle: (ctx: Context) => Promise<void>, logger: 
     const current = ctx;
     handle(current).then(
       () => {
-        if (current.reply && !res.headersSent && !res.destroyed) sendReply(res, current.reply);
+        if (res.headersSent || res.destroyed) return; // written already (a stream), or nobody to answer
+        // Every path through the chain sets a reply or streams; one that did neither is our bug, not a hang.
+        if (current.reply) sendReply(res, current.reply);
+        else fail(res, new Error(`${current.method} ${current.path} ended without a reply`), traceId);
       },
       (error: unknown) => {
         if (isClientAbort(error) || (res.destroyed && current.signal.aborted)) {
