@@ -13,7 +13,7 @@ export function parseInput<T>(schema: v.GenericSchema<unknown, T>, input: unknow
 const OBJECT_SCHEMAS = new Set(['object', 'loose_object', 'strict_object', 'object_with_rest']);
 
 /** Whether the schema (under any wrappers) describes a JSON object. */
-export function expectsObject(schema: v.GenericSchema): boolean {
+function expectsObject(schema: v.GenericSchema): boolean {
   return OBJECT_SCHEMAS.has(unwrap(schema)?.type ?? '');
 }
 
