@@ -196,7 +196,8 @@ CREATE TABLE IF NOT EXISTS chat_messages (
   role       TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
   content    TEXT NOT NULL,
   model      TEXT,                               -- assistant messages only
-  created_at INTEGER NOT NULL
+  created_at INTEGER NOT NULL,
+  truncated  INTEGER NOT NULL DEFAULT 0 CHECK (truncated IN (0, 1)) -- 1: the reply was cut at the token budget
 ) STRICT;
 
 -- chat.messages.list oldest first, the last turns for a prompt, and the cascade on thread delete.

@@ -7,6 +7,8 @@ import { LOG_LEVELS, type LogLevel } from './http/logger.ts';
 export type LlmProvider = 'openai' | 'anthropic' | 'local';
 /** How an OpenAI-compatible server is asked for JSON: a strict schema, any JSON object, or only by the prompt. */
 export type LlmJsonMode = 'json_schema' | 'json_object' | 'none';
+/** The name of the reply-length bound an OpenAI-compatible server is sent. */
+export type TokenParameter = 'max_tokens' | 'max_completion_tokens';
 
 export interface Config {
   port: number;
@@ -23,10 +25,15 @@ export interface Config {
     /** Always set for `openai` and `anthropic`; the local generator needs none. */
     model: string | undefined;
     jsonMode: LlmJsonMode;
-    /** Reply length bound used when a request names none. */
+    /** Bound on one reply's tokens, reasoning included. */
     maxTokens: number;
+    /** OpenAI-compatible servers: unset, `max_completion_tokens` for api.openai.com and `max_tokens` elsewhere. */
+    tokenParameter: TokenParameter | undefined;
+    /** An attempt fails after this long without a single byte from the provider. */
     timeoutMs: number;
     maxRetries: number;
+    /** One call, its retries and waits included, ends after this long. */
+    maxDurationMs: number;
   };
   corsOrigins: string[];
   logLevel: LogLevel;
@@ -115,9 +122,11 @@ export function loadConfig(env: Env): Config {
       apiKey: text('LLM_API_KEY'),
       model: text('LLM_MODEL'),
       jsonMode: oneOf<LlmJsonMode>('LLM_JSON_MODE', ['json_schema', 'json_object', 'none'], 'json_schema'),
-      maxTokens: integer('LLM_MAX_TOKENS', 1024, 16, 32_768),
+      maxTokens: integer('LLM_MAX_TOKENS', 1024, 16, 131_072),
+      tokenParameter: text('LLM_TOKEN_PARAMETER') === undefined ? undefined : oneOf<TokenParameter>('LLM_TOKEN_PARAMETER', ['max_tokens', 'max_completion_tokens'], 'max_tokens'),
       timeoutMs: integer('LLM_TIMEOUT_MS', 20_000, 100, 600_000),
       maxRetries: integer('LLM_MAX_RETRIES', 2, 0, 10),
+      maxDurationMs: integer('LLM_MAX_DURATION_MS', 300_000, 1_000, 3_600_000),
     },
     corsOrigins,
     logLevel: oneOf<LogLevel>('LOG_LEVEL', LOG_LEVELS, 'info'),

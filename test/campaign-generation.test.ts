@@ -73,6 +73,8 @@ for (const provider of PROVIDERS) {
       const [request] = fake.requests;
       assert.ok(request);
       assert.equal(request.body.model, 'test-model');
+      assert.equal(request.body.stream, true, 'generation is streamed like every provider call');
+      assert.equal(request.body.max_tokens, 1024, 'the budget is LLM_MAX_TOKENS, which a cut reply names');
       if (provider === 'openai') {
         assert.equal(request.path, '/v1/chat/completions');
         assert.equal(request.headers.authorization, 'Bearer test-key');

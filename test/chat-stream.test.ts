@@ -123,7 +123,7 @@ for (const format of ['openai', 'anthropic'] as const) {
       assert.equal(ok.status, 200, ok.text);
       assert.equal(ok.body.assistantMessage.content, 'Send the win-back email.');
       assert.equal(ok.body.assistantMessage.model, 'test-model');
-      assert.notEqual(s.fake.requests.at(-1)!.body.stream, true);
+      assert.equal(s.fake.requests.at(-1)!.body.stream, true, 'every provider call is streamed, a whole reply too');
 
       s.fake.enqueue({ status: 500 });
       assertProblem(await s.service.request('POST', `/v1/chat/threads/${t.id}/messages`, { token: s.token, body: { content: 'Again?' } }), 503, 'llm_unavailable');

@@ -6,7 +6,7 @@ import { describe, test, type TestContext } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { AppError, type ErrorCode } from '../src/domain/errors.ts';
 import { createLogger } from '../src/http/logger.ts';
-import { createLanguageModel, type LanguageModel, type ModelRequest } from '../src/llm/index.ts';
+import { createLanguageModel, type Finish, type LanguageModel, type ModelRequest, type ReplyPart } from '../src/llm/index.ts';
 import type { Sleep } from '../src/llm/sleep.ts';
 import { TestClock } from './helpers.ts';
 import { startFakeProvider, type FakeProvider } from './support/fake-provider.ts';
@@ -68,16 +68,22 @@ async function assertAppError(promise: Promise<unknown>, code: ErrorCode): Promi
   return error;
 }
 
-/** The pieces a stream yielded, and what it threw, if anything. */
-async function collect(stream: AsyncIterable<string>): Promise<{ pieces: string[]; error?: unknown }> {
+/** The text pieces a stream yielded, and what it threw, if anything. */
+async function collect(stream: AsyncIterable<ReplyPart>): Promise<{ pieces: string[]; finish?: Finish; error?: unknown }> {
   const pieces: string[] = [];
   try {
-    for await (const piece of stream) pieces.push(piece);
+    for await (const part of stream) {
+      if (part.type === 'text') pieces.push(part.text);
+      else return { pieces, finish: part.finish };
+    }
     return { pieces };
   } catch (error) {
     return { pieces, error };
   }
 }
+
+/** The whole reply's text. */
+const completeText = async (model: LanguageModel, req: ModelRequest) => (await model.complete(req)).text;
 
 /** For tests that wait on events: a broken rule shows as this test failing, not as a hung run. */
 const BOUNDED = { timeout: 10_000 };
@@ -97,11 +103,20 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ ...BASE_ENV, LLM_JSON_MODE: 'json' }), /^ConfigError: LLM_JSON_MODE: /);
   });
 
-  test('LLM_MAX_TOKENS defaults to 1024 within 16 to 32768', () => {
+  test('LLM_MAX_TOKENS defaults to 1024 within 16 to 131072', () => {
     assert.equal(loadConfig(BASE_ENV).llm.maxTokens, 1024);
-    assert.equal(loadConfig({ ...BASE_ENV, LLM_MAX_TOKENS: '32768' }).llm.maxTokens, 32768);
+    assert.equal(loadConfig({ ...BASE_ENV, LLM_MAX_TOKENS: '131072' }).llm.maxTokens, 131072);
     assert.throws(() => loadConfig({ ...BASE_ENV, LLM_MAX_TOKENS: '15' }), /^ConfigError: LLM_MAX_TOKENS: /);
-    assert.throws(() => loadConfig({ ...BASE_ENV, LLM_MAX_TOKENS: '32769' }), /^ConfigError: LLM_MAX_TOKENS: /);
+    assert.throws(() => loadConfig({ ...BASE_ENV, LLM_MAX_TOKENS: '131073' }), /^ConfigError: LLM_MAX_TOKENS: /);
+  });
+
+  test('LLM_MAX_DURATION_MS defaults to 300000; LLM_TOKEN_PARAMETER is unset or one of the two names', () => {
+    assert.equal(loadConfig(BASE_ENV).llm.maxDurationMs, 300_000);
+    assert.equal(loadConfig({ ...BASE_ENV, LLM_MAX_DURATION_MS: '1000' }).llm.maxDurationMs, 1000);
+    assert.throws(() => loadConfig({ ...BASE_ENV, LLM_MAX_DURATION_MS: '999' }), /^ConfigError: LLM_MAX_DURATION_MS: /);
+    assert.equal(loadConfig(BASE_ENV).llm.tokenParameter, undefined);
+    assert.equal(loadConfig({ ...BASE_ENV, LLM_TOKEN_PARAMETER: 'max_completion_tokens' }).llm.tokenParameter, 'max_completion_tokens');
+    assert.throws(() => loadConfig({ ...BASE_ENV, LLM_TOKEN_PARAMETER: 'max_output_tokens' }), /^ConfigError: LLM_TOKEN_PARAMETER: /);
   });
 
   test('anthropic defaults to the public API base URL', () => {
@@ -117,7 +132,7 @@ describe('openai wire format', () => {
       { role: 'assistant' as const, content: 'First answer' },
       { role: 'user' as const, content: USER_TEXT },
     ];
-    assert.equal(await model.complete(request({ messages })), 'fake reply');
+    assert.equal(await completeText(model, request({ messages })), 'fake reply');
     assert.equal(model.provider, 'openai');
     assert.equal(model.model, 'test-model');
     const [sent] = fake.requests;
@@ -125,7 +140,7 @@ describe('openai wire format', () => {
     assert.equal(sent?.path, '/v1/chat/completions');
     assert.equal(sent?.headers.authorization, `Bearer ${API_KEY}`);
     assert.match(String(sent?.headers['content-type']), /^application\/json/);
-    assert.deepEqual(sent?.body, { model: 'test-model', messages: [{ role: 'system', content: SYSTEM }, ...messages], max_tokens: 1024 });
+    assert.deepEqual(sent?.body, { model: 'test-model', messages: [{ role: 'system', content: SYSTEM }, ...messages], max_tokens: 1024, stream: true });
   });
 
   test('sends no Authorization header without a key', async (t) => {
@@ -134,11 +149,11 @@ describe('openai wire format', () => {
     assert.equal(fake.requests[0]?.headers.authorization, undefined);
   });
 
-  test('max_tokens comes from the request, else from LLM_MAX_TOKENS', async (t) => {
+  test('LLM_MAX_TOKENS is sent as max_tokens to a server other than api.openai.com', async (t) => {
     const { fake, model } = await setup(t, { LLM_MAX_TOKENS: '2000' });
     await model.complete(request());
-    await model.complete(request({ maxTokens: 64 }));
-    assert.deepEqual(fake.requests.map((r) => r.body.max_tokens), [2000, 64]);
+    assert.equal(fake.requests[0]?.body.max_tokens, 2000);
+    assert.equal('max_completion_tokens' in fake.requests[0]!.body, false);
   });
 
   for (const [mode, expected] of [
@@ -149,7 +164,7 @@ describe('openai wire format', () => {
     test(`LLM_JSON_MODE=${mode} asks for JSON ${expected ? `with response_format ${expected.type}` : 'through the prompt only'}`, async (t) => {
       const { fake, model } = await setup(t, { LLM_JSON_MODE: mode });
       fake.enqueue({ json: { subject: 'Warm feet' } });
-      assert.equal(await model.complete(request({ json: { name: 'campaign', schema: SCHEMA } })), '{"subject":"Warm feet"}');
+      assert.equal(await completeText(model, request({ json: { name: 'campaign', schema: SCHEMA } })), '{"subject":"Warm feet"}');
       await model.complete(request());
       assert.deepEqual(fake.requests[0]?.body.response_format, expected);
       assert.equal('response_format' in (fake.requests[1]?.body ?? {}), false, 'a text request asks for no JSON');
@@ -161,10 +176,10 @@ describe('openai wire format', () => {
     const texts = ['{"subject":"Hi"}', '```json\n{"subject":"Hi"}\n```', 'Here it is: {"subject":"Hi"} Enjoy!', '{"Subject":"Hi"}', 'garbage', '', 'x'.repeat(20_000)];
     for (const text of texts) {
       fake.enqueue({ text });
-      assert.equal(await model.complete(request()), text);
+      assert.equal(await completeText(model, request()), text);
     }
     fake.enqueue({ text: 'line\r\none\u0000\u0007\u001b[31m\tend\u009b' });
-    assert.equal(await model.complete(request()), 'line\none[31m\tend');
+    assert.equal(await completeText(model, request()), 'line\none[31m\tend');
   });
 
   test('a 200 whose envelope has no message content is llm_error and not retried', async (t) => {
@@ -184,7 +199,7 @@ describe('anthropic wire format', () => {
 
   test('POSTs system, messages, model and max_tokens to /messages with x-api-key and anthropic-version', async (t) => {
     const { fake, model } = await setup(t, ANTHROPIC);
-    assert.equal(await model.complete(request()), 'fake reply');
+    assert.equal(await completeText(model, request()), 'fake reply');
     assert.equal(model.provider, 'anthropic');
     const [sent] = fake.requests;
     assert.equal(sent?.path, '/v1/messages');
@@ -192,13 +207,15 @@ describe('anthropic wire format', () => {
     assert.equal(sent?.headers['anthropic-version'], '2023-06-01');
     assert.equal(sent?.headers['content-type'], 'application/json');
     assert.equal(sent?.headers.authorization, undefined);
-    assert.deepEqual(sent?.body, { model: 'test-model', system: SYSTEM, messages: [{ role: 'user', content: USER_TEXT }], max_tokens: 1024 });
+    assert.deepEqual(sent?.body, { model: 'test-model', system: SYSTEM, messages: [{ role: 'user', content: USER_TEXT }], max_tokens: 1024, stream: true });
   });
 
-  test('a JSON request forces one tool and returns its input as JSON text, without control characters', async (t) => {
+  test('a JSON request forces one tool and returns its streamed input as JSON text', async (t) => {
     const { fake, model } = await setup(t, ANTHROPIC);
-    fake.enqueue({ json: { subject: 'Warm\u0007 feet', lines: ['a\u0000b'] } });
-    assert.equal(await model.complete(request({ json: { name: 'campaign', schema: SCHEMA } })), '{"subject":"Warm feet","lines":["ab"]}');
+    fake.enqueue({ json: { subject: 'Warm feet', lines: ['a', 'b'] } });
+    const reply = await model.complete(request({ json: { name: 'campaign', schema: SCHEMA } }));
+    assert.deepEqual(JSON.parse(reply.text), { subject: 'Warm feet', lines: ['a', 'b'] });
+    assert.equal(reply.finish.reason, 'stop', 'a forced tool ends the turn with tool_use, a normal finish');
     const body = fake.requests[0]?.body;
     assert.equal(body.tools.length, 1);
     assert.equal(body.tools[0].name, 'campaign');
@@ -210,9 +227,9 @@ describe('anthropic wire format', () => {
   test('a text reply joins the text blocks; a JSON request answered with text instead of the tool returns the text, for the feature to repair', async (t) => {
     const { fake, model } = await setup(t, ANTHROPIC);
     fake.enqueue({ status: 200, body: { content: [{ type: 'text', text: 'Hello, ' }, { type: 'text', text: 'world' }] } });
-    assert.equal(await model.complete(request()), 'Hello, world');
+    assert.equal(await completeText(model, request()), 'Hello, world');
     fake.enqueue({ text: 'I would rather not use the tool.' });
-    assert.equal(await model.complete(request({ json: { name: 'campaign', schema: SCHEMA } })), 'I would rather not use the tool.');
+    assert.equal(await completeText(model, request({ json: { name: 'campaign', schema: SCHEMA } })), 'I would rather not use the tool.');
     fake.enqueue({ status: 200, body: { type: 'message' } });
     await assertAppError(model.complete(request()), 'llm_error');
   });
@@ -239,7 +256,7 @@ describe('retries', () => {
   test('503 then a valid reply succeeds on the second request', async (t) => {
     const { fake, model } = await setup(t);
     fake.enqueue({ status: 503 });
-    assert.equal(await model.complete(request()), 'fake reply');
+    assert.equal(await completeText(model, request()), 'fake reply');
     assert.equal(fake.requests.length, 2);
   });
 
@@ -248,7 +265,7 @@ describe('retries', () => {
     const statuses = [408, 409, 429, 500, 502, 503, 504, 529];
     for (const status of statuses) {
       fake.enqueue({ status });
-      assert.equal(await model.complete(request()), 'fake reply', `after ${status}`);
+      assert.equal(await completeText(model, request()), 'fake reply', `after ${status}`);
     }
     assert.equal(fake.requests.length, statuses.length * 2);
   });
@@ -291,14 +308,14 @@ describe('retries', () => {
   test('429 with Retry-After: 1 waits at least 1000 ms', async (t) => {
     const { fake, model, sleeps } = await setup(t);
     fake.enqueue({ status: 429, headers: { 'retry-after': '1' } });
-    assert.equal(await model.complete(request()), 'fake reply');
+    assert.equal(await completeText(model, request()), 'fake reply');
     assert.deepEqual(sleeps, [1000]);
   });
 
   test('429 with Retry-After: 1 waits a real second before the next request', BOUNDED, async (t) => {
     const { fake, model } = await setup(t, {}, { sleep: 'real' });
     fake.enqueue({ status: 429, headers: { 'retry-after': '1' } });
-    assert.equal(await model.complete(request()), 'fake reply');
+    assert.equal(await completeText(model, request()), 'fake reply');
     const [first, second] = fake.requests;
     assert.ok(second!.startedAt - first!.startedAt >= 990, `waited ${second!.startedAt - first!.startedAt} ms`);
   });
@@ -306,19 +323,19 @@ describe('retries', () => {
   test('retry-after-ms is honoured before Retry-After', async (t) => {
     const { fake, model, sleeps } = await setup(t);
     fake.enqueue({ status: 503, headers: { 'retry-after-ms': '250', 'retry-after': '2' } });
-    assert.equal(await model.complete(request()), 'fake reply');
+    assert.equal(await completeText(model, request()), 'fake reply');
     assert.deepEqual(sleeps, [250]);
   });
 
   test('Retry-After as an HTTP date waits until that date', async (t) => {
     const { fake, model, sleeps, clock } = await setup(t);
     fake.enqueue({ status: 503, headers: { 'retry-after': new Date(clock.now().getTime() + 2000).toUTCString() } });
-    assert.equal(await model.complete(request()), 'fake reply');
+    assert.equal(await completeText(model, request()), 'fake reply');
     assert.deepEqual(sleeps, [2000]);
   });
 
-  test('a Retry-After longer than the budget (attempts × timeout) gives up at once', async (t) => {
-    const { fake, model, sleeps, logs } = await setup(t, { LLM_TIMEOUT_MS: '1000', LLM_MAX_RETRIES: '2' });
+  test('a Retry-After longer than what is left of LLM_MAX_DURATION_MS gives up at once', async (t) => {
+    const { fake, model, sleeps, logs } = await setup(t, { LLM_MAX_DURATION_MS: '3000', LLM_MAX_RETRIES: '2' });
     fake.enqueue({ status: 429, headers: { 'retry-after': '4' } });
     await assertAppError(model.complete(request()), 'llm_unavailable');
     assert.equal(fake.requests.length, 1);
@@ -329,7 +346,7 @@ describe('retries', () => {
   test('a reset connection then a valid reply succeeds', async (t) => {
     const { fake, model } = await setup(t);
     fake.enqueue({ reset: true });
-    assert.equal(await model.complete(request()), 'fake reply');
+    assert.equal(await completeText(model, request()), 'fake reply');
     assert.equal(fake.requests.length, 2);
   });
 
@@ -350,10 +367,10 @@ describe('retries', () => {
     assert.equal(fake.requests.length, 2);
   });
 
-  test('a slow body counts against the attempt timeout too', BOUNDED, async (t) => {
+  test('silence before the headers counts against the attempt timeout too', BOUNDED, async (t) => {
     const { fake, model } = await setup(t, { LLM_TIMEOUT_MS: '500', LLM_MAX_RETRIES: '1' });
     fake.enqueue({ delayMs: 3000, text: 'too late' });
-    assert.equal(await model.complete(request()), 'fake reply');
+    assert.equal(await completeText(model, request()), 'fake reply');
     assert.equal(fake.requests.length, 2);
   });
 });
@@ -399,8 +416,8 @@ describe('aborts', () => {
     const pieces: string[] = [];
     const reason = new Error('client left');
     await assert.rejects(async () => {
-      for await (const piece of model.stream(request({ signal: controller.signal }))) {
-        pieces.push(piece);
+      for await (const part of model.stream(request({ signal: controller.signal }))) {
+        if (part.type === 'text') pieces.push(part.text);
         controller.abort(reason);
       }
     }, (e: unknown) => e === reason);
@@ -417,7 +434,9 @@ for (const provider of ['openai', 'anthropic'] as const) {
     test('yields the pieces in order and asks for a stream', async (t) => {
       const { fake, model } = await setup(t, env);
       fake.enqueue({ pieces: ['Warm ', 'feet, ', 'happy\u0007 ', 'winter.'], intervalMs: 5 });
-      assert.deepEqual(await collect(model.stream(request())), { pieces: ['Warm ', 'feet, ', 'happy ', 'winter.'] });
+      const { pieces, finish } = await collect(model.stream(request()));
+      assert.deepEqual(pieces, ['Warm ', 'feet, ', 'happy ', 'winter.']);
+      assert.deepEqual(finish, { reason: 'stop', reasoned: false, maxTokens: 1024 });
       assert.equal(fake.requests[0]?.body.stream, true);
     });
 
@@ -425,7 +444,7 @@ for (const provider of ['openai', 'anthropic'] as const) {
       const { fake, model, logs } = await setup(t, { ...env, LLM_MAX_RETRIES: '3' });
       fake.enqueue({ status: 503 }, { pieces: ['a', 'b'], failAfter: 0 }, { pieces: ['a', 'b'], failAfter: 0, failWith: 'error' });
       fake.defaultReply = { pieces: ['a', 'b'] };
-      assert.deepEqual(await collect(model.stream(request())), { pieces: ['a', 'b'] });
+      assert.deepEqual((await collect(model.stream(request()))).pieces, ['a', 'b']);
       assert.equal(fake.requests.length, 4);
       const reasons = warnings(logs).map((l) => String(l.reason));
       assert.equal(reasons.length, 3);
@@ -457,8 +476,9 @@ for (const provider of ['openai', 'anthropic'] as const) {
       // 'b' comes 600 ms after 'a', while the consumer is still busy with 'a' for 800 ms.
       fake.enqueue({ pieces: ['a', 'b'], intervalMs: 600 });
       const pieces: string[] = [];
-      for await (const piece of model.stream(request())) {
-        pieces.push(piece);
+      for await (const part of model.stream(request())) {
+        if (part.type !== 'text') continue;
+        pieces.push(part.text);
         await new Promise((resolve) => setTimeout(resolve, 800));
       }
       assert.deepEqual(pieces, ['a', 'b']);
@@ -475,15 +495,16 @@ describe('local generator', () => {
     assert.equal(model.provider, 'local');
     assert.equal(model.model, 'local');
     const first = await model.complete(request({ local: () => TEXT }));
-    assert.equal(first, 'Dear Ana,\n\twinter boots are back in stock for you.');
-    assert.equal(await model.complete(request({ local: () => TEXT })), first);
+    assert.deepEqual(first, { text: 'Dear Ana,\n\twinter boots are back in stock for you.', finish: { reason: 'stop', reasoned: false, maxTokens: 0 } });
+    assert.deepEqual(await model.complete(request({ local: () => TEXT })), first);
     assert.equal(fake.requests.length, 0);
   });
 
   test('stream yields the same text a few words at a time, pausing 15 ms between pieces', async (t) => {
     const { model, sleeps } = await setup(t, LOCAL_ENV);
-    const { pieces } = await collect(model.stream(request({ local: () => TEXT })));
+    const { pieces, finish } = await collect(model.stream(request({ local: () => TEXT })));
     assert.deepEqual(pieces, ['Dear Ana,\n\twinter ', 'boots are back ', 'in stock for ', 'you.']);
+    assert.equal(finish?.reason, 'stop');
     assert.deepEqual(sleeps, [15, 15, 15]);
   });
 
@@ -492,8 +513,8 @@ describe('local generator', () => {
     const controller = new AbortController();
     const pieces: string[] = [];
     await assert.rejects(async () => {
-      for await (const piece of model.stream(request({ local: () => TEXT, signal: controller.signal }))) {
-        pieces.push(piece);
+      for await (const part of model.stream(request({ local: () => TEXT, signal: controller.signal }))) {
+        if (part.type === 'text') pieces.push(part.text);
         controller.abort(new Error('client left'));
       }
     }, /client left/);

@@ -82,8 +82,9 @@ test('a blank line without data dispatches nothing and forgets the event name', 
   assert.deepEqual(await decodeText('event: orphan\n\n\n\ndata: x\n\n'), [{ data: 'x' }]);
 });
 
-test('id, retry and unknown fields are ignored', async () => {
-  assert.deepEqual(await decodeText('id: 7\nretry: 100\nfoo: bar\ndata: x\n\n'), [{ data: 'x' }]);
+test('id and retry are ignored; a line with an unknown field is reported at once as its own event', async () => {
+  assert.deepEqual(await decodeText('id: 7\nretry: 100\ndata: x\n\n'), [{ data: 'x' }]);
+  assert.deepEqual(await decodeText('data: x\nerror: {"code":500}\n\ndata: [DONE]\n\n'), [{ field: 'error', data: '{"code":500}' }, { data: 'x' }, { data: '[DONE]' }]);
 });
 
 test('an event cut off by the end of the body is dropped', async () => {

@@ -5,10 +5,13 @@ import type { SegmentRepository } from '../db/segments.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { CustomerFigures } from '../domain/customer-summary.ts';
 import { AppError } from '../domain/errors.ts';
-import type { ModelRequest } from '../llm/model.ts';
+import { cutReplyDetail, type ModelRequest, type Reply } from '../llm/model.ts';
 import { groundingReader } from './grounding.ts';
 import { localReply } from './local-reply.ts';
 import { chatPrompt, HISTORY_TURNS } from './prompt.ts';
+
+/** What a refusal that came without any words is stored as. */
+export const REFUSAL_WITHOUT_WORDS = 'The model declined to answer this request.';
 
 export interface ConversationDeps {
   chats: ChatRepository;
@@ -38,10 +41,17 @@ export function createConversation({ chats, customers, segments, clock, customer
       return { system: prompt.system, messages: prompt.messages, signal, local: () => localReply(grounding, content) };
     },
 
-    /** Returns the reply to store; throws `llm_error` when the model answered nothing but white space. */
-    checkReply(text: string): string {
-      if (!text.trim()) throw new AppError('llm_error', 'The model answered with an empty reply.');
-      return text;
+    /**
+     * Returns what to store of a reply: its content and whether it was cut at the token budget. A refusal is the
+     * reply; one without words gets a sentence, added after the text so far. Throws `llm_error` for an empty reply,
+     * naming LLM_MAX_TOKENS when the budget ran out before any text.
+     */
+    settle({ text, finish }: Reply): { content: string; truncated: boolean } {
+      const blank = !text.trim();
+      if (finish.reason === 'refusal') return { content: blank ? `${text}${REFUSAL_WITHOUT_WORDS}` : text, truncated: false };
+      if (finish.reason === 'length' && blank) throw new AppError('llm_error', cutReplyDetail(finish, false));
+      if (blank) throw new AppError('llm_error', 'The model answered with an empty reply.');
+      return { content: text, truncated: finish.reason === 'length' };
     },
   };
 }

@@ -4,7 +4,7 @@ import { AppError } from '../domain/errors.ts';
 import type { Context } from '../http/context.ts';
 import { openEventStream } from '../http/event-stream.ts';
 import type { Logger } from '../http/logger.ts';
-import type { LanguageModel, ModelRequest } from '../llm/model.ts';
+import type { Finish, LanguageModel, ModelRequest } from '../llm/model.ts';
 
 /** Codes an `error` frame may carry: what the model layer throws, a thread deleted meanwhile, or our own failure. */
 const FRAME_CODES = new Set(['llm_unavailable', 'llm_error', 'not_found']);
@@ -17,8 +17,11 @@ export interface ReplyStream {
   logger: Logger;
   threadId: string;
   userMessageId: string;
-  /** Checks and stores the whole reply; returns the stored assistant message, or throws (`llm_error`, `not_found`). */
-  store(content: string): ChatMessage;
+  /**
+   * Checks and stores the whole reply; returns the stored assistant message, whose content may add words after the
+   * text (a refusal without any), or throws (`llm_error`, `not_found`).
+   */
+  store(text: string, finish: Finish): ChatMessage;
 }
 
 /**
@@ -32,13 +35,22 @@ export async function streamReply({ ctx, model, request, heartbeatMs, logger, th
   try {
     if (!(await events.send({ type: 'start', threadId, userMessageId }))) return;
     let reply = '';
-    for await (const piece of model.stream(request)) {
-      reply += piece;
+    let finish: Finish | undefined;
+    for await (const part of model.stream(request)) {
+      if (part.type === 'finish') {
+        finish = part.finish;
+        continue;
+      }
+      reply += part.text;
       // Awaiting the send is the back-pressure: the next piece is read only once this one is written.
-      if (!(await events.send({ type: 'delta', text: piece }))) return;
+      if (!(await events.send({ type: 'delta', text: part.text }))) return;
     }
-    if (ctx.signal.aborted) return;
-    await events.send({ type: 'done', assistantMessage: store(reply) });
+    if (ctx.signal.aborted || !finish) return;
+    const assistantMessage = store(reply, finish);
+    // The deltas joined equal the stored content, also when storing added words.
+    const added = assistantMessage.content.slice(reply.length);
+    if (added && !(await events.send({ type: 'delta', text: added }))) return;
+    await events.send({ type: 'done', assistantMessage, ...(assistantMessage.truncated ? { truncated: true } : {}) });
   } catch (error) {
     if (ctx.signal.aborted) return; // the client left or the service is stopping: nobody to tell
     const known = error instanceof AppError && FRAME_CODES.has(error.code);

@@ -21,11 +21,13 @@ export interface ChatMessage {
   role: MessageRole;
   content: string;
   model?: string;
+  /** Assistant messages cut at the model's token budget; present only when true. */
+  truncated?: true;
   createdAt: string;
 }
 
-/** A message to store: a user's has no model, an assistant's names the generator that wrote it. */
-export type NewMessage = { role: 'user'; content: string } | { role: 'assistant'; content: string; model: string };
+/** A message to store: a user's has no model, an assistant's names the generator that wrote it and says whether it was cut. */
+export type NewMessage = { role: 'user'; content: string } | { role: 'assistant'; content: string; model: string; truncated?: boolean };
 
 interface ThreadRow {
   id: string;
@@ -41,6 +43,7 @@ interface MessageRow {
   role: MessageRole;
   content: string;
   model: string | null;
+  truncated: 0 | 1;
   created_at: number;
 }
 
@@ -61,9 +64,12 @@ function toMessage(row: MessageRow): ChatMessage {
     role: row.role,
     content: row.content,
     ...(row.role === 'assistant' && row.model !== null ? { model: row.model } : {}),
+    ...(row.truncated === 1 ? { truncated: true as const } : {}),
     createdAt: new Date(row.created_at).toISOString(),
   };
 }
+
+const isTruncated = (m: NewMessage): 0 | 1 => (m.role === 'assistant' && m.truncated ? 1 : 0);
 
 const notFound = (id: string) => new AppError('not_found', `No chat thread with id ${id}.`);
 
@@ -88,7 +94,8 @@ export function createChatRepository(db: Db) {
     'SELECT * FROM (SELECT * FROM chat_messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq',
   );
   const insertMessage = db.prepare(
-    `INSERT INTO chat_messages (id, thread_id, role, content, model, created_at) VALUES (@id, @threadId, @role, @content, @model, @now)`,
+    `INSERT INTO chat_messages (id, thread_id, role, content, model, truncated, created_at)
+     VALUES (@id, @threadId, @role, @content, @model, @truncated, @now)`,
   );
   // The first user message renames a thread that still has its default title; an explicit title is kept.
   const touchThread = db.prepare(
@@ -112,7 +119,7 @@ export function createChatRepository(db: Db) {
     if (touched.changes === 0) throw notFound(threadId);
     return messages.map((m) => {
       const id = randomUUID();
-      insertMessage.run({ id, threadId, role: m.role, content: m.content, model: m.role === 'assistant' ? m.model : null, now });
+      insertMessage.run({ id, threadId, role: m.role, content: m.content, model: m.role === 'assistant' ? m.model : null, truncated: isTruncated(m), now });
       return id;
     });
   });
@@ -158,7 +165,15 @@ export function createChatRepository(db: Db) {
     addMessages(userId: string, threadId: string, messages: readonly NewMessage[], now: Date): ChatMessage[] {
       const ids = addMessages.immediate(userId, threadId, messages, now.getTime());
       return messages.map((m, i) =>
-        toMessage({ id: ids[i]!, thread_id: threadId, role: m.role, content: m.content, model: m.role === 'assistant' ? m.model : null, created_at: now.getTime() }),
+        toMessage({
+          id: ids[i]!,
+          thread_id: threadId,
+          role: m.role,
+          content: m.content,
+          model: m.role === 'assistant' ? m.model : null,
+          truncated: isTruncated(m),
+          created_at: now.getTime(),
+        }),
       );
     },
   };

@@ -11,13 +11,22 @@ import { dirname } from 'node:path';
 export type Db = Database.Database;
 
 /** The schema version this release writes; `PRAGMA user_version` holds the version of a database. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * Steps that bring a database from version N to N + 1, for changes `CREATE ... IF NOT EXISTS`
  * in schema.sql cannot make by itself (new columns, rewritten data). New tables and indexes need no step.
  */
-const UPGRADES: Record<number, (db: Db) => void> = {};
+const UPGRADES: Record<number, (db: Db) => void> = {
+  // 3 -> 4: an assistant reply cut at the token budget is marked. Older databases get the table from schema.sql.
+  3: (db) => addColumn(db, 'chat_messages', 'truncated', 'INTEGER NOT NULL DEFAULT 0 CHECK (truncated IN (0, 1))'),
+};
+
+/** Adds a column to a table that exists without it; a table still to be created by schema.sql is left to it. */
+function addColumn(db: Db, table: string, column: string, definition: string): void {
+  const columns = db.pragma(`table_info(${table})`) as { name: string }[];
+  if (columns.length > 0 && !columns.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
+}
 
 const SCHEMA_SQL = readFileSync(new URL('../../schema.sql', import.meta.url), 'utf8');
 

@@ -1,10 +1,10 @@
 // The Anthropic Messages wire format. JSON replies come through one forced tool, whose input is the object.
 import { AppError } from '../domain/errors.ts';
-import type { LanguageModel, ModelRequest } from './model.ts';
-import { at, errorReason, postJson, postStream, type ProviderDeps } from './provider-request.ts';
+import type { FinishReason, LanguageModel, ModelRequest } from './model.ts';
+import { collectReply } from './model.ts';
+import { at, errorFacts, errorReason, postStream, type ProviderDeps, type WireFormat, type WirePart } from './provider-request.ts';
 import { AttemptFailed } from './retry.ts';
 import type { SseEvent } from './sse.ts';
-import { stripControlCharacters } from './untrusted-text.ts';
 
 /** The API version every request names; the wire format read here is this version's. */
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -18,6 +18,7 @@ export interface AnthropicSettings {
   maxTokens: number;
   timeoutMs: number;
   maxRetries: number;
+  maxDurationMs: number;
 }
 
 /** Returns a language model that POSTs to `{baseUrl}/messages`; its calls throw as `LanguageModel` says. */
@@ -34,61 +35,62 @@ export function createAnthropicModel(settings: AnthropicSettings, deps: Provider
     apiKey: settings.apiKey,
     timeoutMs: settings.timeoutMs,
     maxRetries: settings.maxRetries,
+    maxDurationMs: settings.maxDurationMs,
+    maxTokens: settings.maxTokens,
   };
+  const wire: WireFormat = { readStream, readWhole };
 
-  return {
+  const model: LanguageModel = {
     provider: 'anthropic',
     model: settings.model,
-    async complete(request) {
-      const reply = await postJson(endpoint, requestBody(settings, request, false), deps, request.signal);
-      const content = at(reply, 'content');
-      if (!Array.isArray(content)) throw new AppError('llm_error', 'The model provider replied without content.');
-      return request.json ? toolInput(content) : joinedText(content);
-    },
-    stream(request) {
-      return postStream(endpoint, requestBody(settings, request, true), deps, request.signal, readDeltas);
-    },
+    stream: (request) => postStream(endpoint, () => requestBody(settings, request), wire, deps, request.signal),
+    complete: (request) => collectReply(model.stream(request)),
   };
+  return model;
 }
 
-function requestBody(settings: AnthropicSettings, request: ModelRequest, stream: boolean): Record<string, unknown> {
+function requestBody(settings: AnthropicSettings, request: ModelRequest): Record<string, unknown> {
   const json = request.json;
   return {
     model: settings.model,
     system: request.system,
     messages: request.messages.map(({ role, content }) => ({ role, content })),
-    max_tokens: request.maxTokens ?? settings.maxTokens,
+    max_tokens: settings.maxTokens,
     ...(json
       ? {
           tools: [{ name: json.name, description: 'Record the reply as one object matching the input schema.', input_schema: json.schema }],
           tool_choice: { type: 'tool', name: json.name },
         }
       : {}),
-    ...(stream ? { stream: true } : {}),
+    stream: true,
   };
 }
 
-/** The forced tool's input as JSON text; a reply in text instead is returned as text, for the feature to repair. */
-function toolInput(content: unknown[]): string {
-  const block = content.find((b) => at(b, 'type') === 'tool_use');
-  const input = at(block, 'input');
-  if (typeof input !== 'object' || input === null) return joinedText(content);
-  // The object's strings are model output like any other text.
-  return JSON.stringify(input, (_key, value: unknown) => (typeof value === 'string' ? stripControlCharacters(value) : value));
-}
+// A forced tool ends the turn with `tool_use`; `model_context_window_exceeded` is a cut like `max_tokens`.
+const STOP_REASONS: Record<string, FinishReason> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  tool_use: 'stop',
+  max_tokens: 'length',
+  model_context_window_exceeded: 'length',
+  refusal: 'refusal',
+};
 
-function joinedText(content: unknown[]): string {
-  const texts = content.filter((b) => at(b, 'type') === 'text').map((b) => at(b, 'text'));
-  if (texts.length === 0 || texts.some((t) => typeof t !== 'string')) throw new AppError('llm_error', 'The model provider replied without text.');
-  return stripControlCharacters(texts.join(''));
+function finishOf(stopReason: string): FinishReason {
+  const finish = STOP_REASONS[stopReason];
+  if (!finish) throw new AttemptFailed(`stop_reason "${stopReason}"`);
+  return finish;
 }
 
 /**
- * Yields `text_delta` text (and, for a JSON request, the forced tool's `input_json_delta` JSON) until `message_stop`;
- * an `error` event or an early end fails the attempt.
+ * Yields `text_delta` text (and the forced tool's `input_json_delta` JSON), reasoning for thinking blocks, and the
+ * finish at `message_delta`; returns at `message_stop`. An `error` event or an end without a stop reason fails.
  */
-async function* readDeltas(events: AsyncIterable<SseEvent>): AsyncGenerator<string> {
-  for await (const { event, data } of events) {
+async function* readStream(events: AsyncIterable<SseEvent>): AsyncGenerator<WirePart> {
+  let finished = false;
+  let servedBy: string | undefined;
+  for await (const { event, data, field } of events) {
+    if (field !== undefined) throw new AttemptFailed(`"${field}" line in the stream: ${data}`);
     let payload: unknown;
     try {
       payload = JSON.parse(data);
@@ -96,12 +98,46 @@ async function* readDeltas(events: AsyncIterable<SseEvent>): AsyncGenerator<stri
       throw new AppError('llm_error', 'The model provider streamed something that is not JSON.');
     }
     const type = event ?? at(payload, 'type');
-    if (type === 'message_stop') return;
-    if (type === 'error') throw new AttemptFailed(`error event: ${errorReason(payload, 'no message')}`);
-    if (type !== 'content_block_delta') continue;
-    const delta = at(payload, 'delta');
-    const piece = at(delta, 'type') === 'text_delta' ? at(delta, 'text') : at(delta, 'type') === 'input_json_delta' ? at(delta, 'partial_json') : undefined;
-    if (typeof piece === 'string' && piece) yield piece;
+    if (type === 'error') throw new AttemptFailed(`error event: ${errorReason(payload, 'no message')}`, errorFacts(payload));
+    if (finished) {
+      if (type === 'message_stop') return;
+      continue;
+    }
+    if (type === 'message_start') servedBy = text(at(payload, 'message', 'model'));
+    else if (type === 'content_block_start' && isThinking(at(payload, 'content_block', 'type'))) yield { type: 'reasoning' };
+    else if (type === 'content_block_delta') {
+      const delta = at(payload, 'delta');
+      const kind = at(delta, 'type');
+      const piece = kind === 'text_delta' ? text(at(delta, 'text')) : kind === 'input_json_delta' ? text(at(delta, 'partial_json')) : undefined;
+      if (piece) yield { type: 'text', text: piece };
+      else if (kind === 'thinking_delta' || kind === 'signature_delta') yield { type: 'reasoning' };
+    } else if (type === 'message_delta') {
+      const stopReason = text(at(payload, 'delta', 'stop_reason'));
+      if (stopReason) {
+        yield { type: 'finish', reason: finishOf(stopReason), ...(servedBy ? { servedBy } : {}) };
+        finished = true;
+      }
+    } else if (type === 'message_stop') throw new AttemptFailed('message_stop came without a stop_reason');
+    // `ping`, `content_block_stop` and event types added later carry nothing to read.
   }
-  throw new AttemptFailed('stream ended before message_stop');
+  if (!finished) throw new AttemptFailed('the stream ended before a stop_reason');
 }
+
+/** The parts of a whole message: text blocks, the forced tool's input as JSON text, thinking as reasoning. */
+function readWhole(payload: unknown): WirePart[] {
+  const content = at(payload, 'content');
+  if (!Array.isArray(content)) throw new AppError('llm_error', 'The model provider replied without content.');
+  const parts: WirePart[] = [];
+  for (const block of content) {
+    const type = at(block, 'type');
+    if (isThinking(type)) parts.push({ type: 'reasoning' });
+    else if (type === 'text' && text(at(block, 'text'))) parts.push({ type: 'text', text: at(block, 'text') as string });
+    else if (type === 'tool_use' && typeof at(block, 'input') === 'object') parts.push({ type: 'text', text: JSON.stringify(at(block, 'input')) });
+  }
+  const servedBy = text(at(payload, 'model'));
+  parts.push({ type: 'finish', reason: finishOf(text(at(payload, 'stop_reason')) ?? 'end_turn'), ...(servedBy ? { servedBy } : {}) });
+  return parts;
+}
+
+const isThinking = (type: unknown) => type === 'thinking' || type === 'redacted_thinking';
+const text = (value: unknown): string | undefined => (typeof value === 'string' && value ? value : undefined);

@@ -1,5 +1,5 @@
 // The local generator: the feature writes the reply from its own data, so the service works with no provider at all.
-import type { LanguageModel } from './model.ts';
+import type { Finish, LanguageModel } from './model.ts';
 import { pause, type Sleep } from './sleep.ts';
 import { stripControlCharacters } from './untrusted-text.ts';
 
@@ -11,6 +11,9 @@ export interface LocalSettings {
   wordsPerPiece?: number;
 }
 
+/** The local generator always finishes: it has no token budget and never reasons. */
+const FINISHED: Finish = { reason: 'stop', reasoned: false, maxTokens: 0 };
+
 /** Returns the local language model; its calls throw only the signal's reason or what `request.local()` throws. */
 export function createLocalModel({ sleep, pieceDelayMs = 15, wordsPerPiece = 3 }: LocalSettings): LanguageModel {
   return {
@@ -18,15 +21,16 @@ export function createLocalModel({ sleep, pieceDelayMs = 15, wordsPerPiece = 3 }
     model: 'local',
     async complete(request) {
       request.signal.throwIfAborted();
-      return stripControlCharacters(request.local());
+      return { text: stripControlCharacters(request.local()), finish: FINISHED };
     },
     async *stream(request) {
       request.signal.throwIfAborted();
       const pieces = splitIntoPieces(stripControlCharacters(request.local()), wordsPerPiece);
       for (const [index, piece] of pieces.entries()) {
         if (index > 0) await pause(sleep, pieceDelayMs, request.signal);
-        yield piece;
+        yield { type: 'text', text: piece };
       }
+      yield { type: 'finish', finish: FINISHED };
     },
   };
 }

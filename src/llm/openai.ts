@@ -1,11 +1,15 @@
-// The Chat Completions wire format, spoken by OpenAI and by most self-hosted servers (vLLM, llama.cpp, Ollama, LiteLLM).
-import type { LlmJsonMode } from '../config.ts';
+// The Chat Completions wire format, spoken by OpenAI and by most self-hosted servers (Ollama, vLLM, llama.cpp,
+// llama-cpp-python, LM Studio, OpenRouter, LiteLLM), each with its own habits: reasoning in `delta.reasoning` or
+// `delta.reasoning_content`, comments before the first chunk, errors in a chunk, in a finish reason or in an
+// `error:` line, no `[DONE]` after the finish.
+import type { LlmJsonMode, TokenParameter } from '../config.ts';
 import { AppError } from '../domain/errors.ts';
-import type { LanguageModel, ModelRequest } from './model.ts';
-import { at, errorReason, postJson, postStream, type ProviderDeps } from './provider-request.ts';
+import type { Logger } from '../http/logger.ts';
+import type { FinishReason, LanguageModel, ModelRequest } from './model.ts';
+import { collectReply } from './model.ts';
+import { at, errorFacts, errorReason, postStream, type ProviderDeps, type WireFormat, type WirePart } from './provider-request.ts';
 import { AttemptFailed } from './retry.ts';
 import type { SseEvent } from './sse.ts';
-import { stripControlCharacters } from './untrusted-text.ts';
 
 /** The llm configuration an OpenAI-compatible server needs, the model name required. */
 export interface OpenAiSettings {
@@ -15,8 +19,16 @@ export interface OpenAiSettings {
   model: string;
   jsonMode: LlmJsonMode;
   maxTokens: number;
+  /** LLM_TOKEN_PARAMETER; unset, it follows from the host (see `defaultTokenParameter`). */
+  tokenParameter: TokenParameter | undefined;
   timeoutMs: number;
   maxRetries: number;
+  maxDurationMs: number;
+}
+
+/** OpenAI's own API refuses `max_tokens` for its reasoning models; other servers mostly know only `max_tokens`. */
+export function defaultTokenParameter(baseUrl: string): TokenParameter {
+  return new URL(baseUrl).hostname === 'api.openai.com' ? 'max_completion_tokens' : 'max_tokens';
 }
 
 /** Returns a language model that POSTs to `{baseUrl}/chat/completions`; its calls throw as `LanguageModel` says. */
@@ -29,30 +41,38 @@ export function createOpenAiModel(settings: OpenAiSettings, deps: ProviderDeps):
     apiKey: settings.apiKey,
     timeoutMs: settings.timeoutMs,
     maxRetries: settings.maxRetries,
+    maxDurationMs: settings.maxDurationMs,
+    maxTokens: settings.maxTokens,
+  };
+  // Switched once, and kept until restart, when the server names it as unsupported.
+  let tokenParameter = settings.tokenParameter ?? defaultTokenParameter(settings.baseUrl);
+  const wire: WireFormat = {
+    readStream,
+    readWhole,
+    adapt(failed) {
+      if (!refusesParameter(failed, tokenParameter)) return false;
+      tokenParameter = tokenParameter === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
+      logSwitch(deps.logger, tokenParameter);
+      return true;
+    },
   };
 
-  return {
+  const model: LanguageModel = {
     provider: 'openai',
     model: settings.model,
-    async complete(request) {
-      const reply = await postJson(endpoint, requestBody(settings, request, false), deps, request.signal);
-      const content = at(reply, 'choices', 0, 'message', 'content');
-      if (typeof content !== 'string') throw new AppError('llm_error', 'The model provider replied without message content.');
-      return stripControlCharacters(content);
-    },
-    stream(request) {
-      return postStream(endpoint, requestBody(settings, request, true), deps, request.signal, readDeltas);
-    },
+    stream: (request) => postStream(endpoint, () => requestBody(settings, tokenParameter, request), wire, deps, request.signal),
+    complete: (request) => collectReply(model.stream(request)),
   };
+  return model;
 }
 
-function requestBody(settings: OpenAiSettings, request: ModelRequest, stream: boolean): Record<string, unknown> {
+function requestBody(settings: OpenAiSettings, tokenParameter: TokenParameter, request: ModelRequest): Record<string, unknown> {
   return {
     model: settings.model,
     messages: [{ role: 'system', content: request.system }, ...request.messages.map(({ role, content }) => ({ role, content }))],
-    max_tokens: request.maxTokens ?? settings.maxTokens,
+    [tokenParameter]: settings.maxTokens,
     ...(request.json ? responseFormat(settings.jsonMode, request.json) : {}),
-    ...(stream ? { stream: true } : {}),
+    stream: true,
   };
 }
 
@@ -68,19 +88,107 @@ function responseFormat(mode: LlmJsonMode, json: NonNullable<ModelRequest['json'
   }
 }
 
-/** Yields `choices[0].delta.content` pieces until `data: [DONE]`; an error object or an early end fails the attempt. */
-async function* readDeltas(events: AsyncIterable<SseEvent>): AsyncGenerator<string> {
-  for await (const { data } of events) {
-    if (data === '[DONE]') return;
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      throw new AppError('llm_error', 'The model provider streamed something that is not JSON.');
-    }
-    if (at(chunk, 'error') !== undefined) throw new AttemptFailed(`error in stream: ${errorReason(chunk, 'no message')}`);
-    const piece = at(chunk, 'choices', 0, 'delta', 'content');
-    if (typeof piece === 'string' && piece) yield piece;
-  }
-  throw new AttemptFailed('stream ended before [DONE]');
+/** Whether a 400 says the token parameter we sent is not supported (OpenAI's reasoning models on `max_tokens`). */
+function refusesParameter(failed: AttemptFailed, name: TokenParameter): boolean {
+  const { status, param, code } = failed.failure;
+  if (status !== 400) return false;
+  const named = param === name || failed.reason.includes(name);
+  return named && (code === 'unsupported_parameter' || /unsupported|not supported|unrecognized|unknown|not allowed|not permitted|extra/i.test(failed.reason));
 }
+
+function logSwitch(logger: Logger, now: TokenParameter): void {
+  logger.warn(`the model provider refused the token parameter; sending ${now} from now until restart (set LLM_TOKEN_PARAMETER=${now} to start with it)`);
+}
+
+// `content_filter` is the provider declining on the model's behalf; tool calls end a turn normally.
+const FINISH_REASONS: Record<string, FinishReason> = {
+  stop: 'stop',
+  eos: 'stop',
+  tool_calls: 'stop',
+  function_call: 'stop',
+  length: 'length',
+  content_filter: 'refusal',
+};
+
+/** Returns the finish a `finish_reason` means; throws AttemptFailed for `error` and reasons that are not a normal end. */
+function finishOf(reason: string, refused: boolean, chunk: unknown): FinishReason {
+  const finish = FINISH_REASONS[reason];
+  if (!finish) {
+    const said = at(chunk, 'error') === undefined ? '' : `: ${errorReason(chunk, 'no message')}`;
+    throw new AttemptFailed(`finish_reason "${reason}"${said}`, errorFacts(chunk));
+  }
+  return refused && finish === 'stop' ? 'refusal' : finish;
+}
+
+/** Yields text (content and refusal), reasoning and the finish until `data: [DONE]` or the end of the body. */
+async function* readStream(events: AsyncIterable<SseEvent>): AsyncGenerator<WirePart> {
+  let finished = false;
+  let refused = false;
+  let servedBy: string | undefined;
+  for await (const { data, field } of events) {
+    if (finished) {
+      if (data === '[DONE]' && field === undefined) return;
+      continue; // usage and other trailers
+    }
+    if (field !== undefined) throw new AttemptFailed(`"${field}" line in the stream: ${errorReason(tryJson(data), data)}`, errorFacts(tryJson(data)));
+    if (data === '[DONE]') throw new AttemptFailed('[DONE] came without a finish_reason');
+    const chunk = parseChunk(data);
+    if (at(chunk, 'error') !== undefined && at(chunk, 'choices', 0, 'finish_reason') == null) {
+      throw new AttemptFailed(`error in stream: ${errorReason(chunk, 'no message')}`, errorFacts(chunk));
+    }
+    servedBy ??= text(at(chunk, 'model'));
+    const choice = at(chunk, 'choices', 0);
+    if (choice === undefined) continue; // the usage chunk has no choices
+    const delta = at(choice, 'delta');
+    if (text(at(delta, 'reasoning')) || text(at(delta, 'reasoning_content')) || nonEmptyArray(at(delta, 'reasoning_details'))) yield { type: 'reasoning' };
+    const content = text(at(delta, 'content'));
+    if (content) yield { type: 'text', text: content };
+    const refusal = text(at(delta, 'refusal'));
+    if (refusal) {
+      refused = true;
+      yield { type: 'text', text: refusal };
+    }
+    const reason = at(choice, 'finish_reason');
+    if (typeof reason === 'string') {
+      yield { type: 'finish', reason: finishOf(reason, refused, chunk), ...(servedBy ? { servedBy } : {}) };
+      finished = true;
+    }
+  }
+  if (!finished) throw new AttemptFailed('the stream ended without a finish_reason');
+}
+
+/** The parts of a whole `chat.completion`; throws `llm_error` when it holds no message. */
+function readWhole(payload: unknown): WirePart[] {
+  const choice = at(payload, 'choices', 0);
+  const message = at(choice, 'message');
+  const content = at(message, 'content');
+  const refusal = text(at(message, 'refusal'));
+  const reason = text(at(choice, 'finish_reason')) ?? 'stop';
+  if (typeof content !== 'string' && !refusal && reason !== 'length') {
+    throw new AppError('llm_error', 'The model provider replied without message content.');
+  }
+  const parts: WirePart[] = [];
+  if (text(at(message, 'reasoning')) || text(at(message, 'reasoning_content'))) parts.push({ type: 'reasoning' });
+  if (typeof content === 'string' && content) parts.push({ type: 'text', text: content });
+  if (refusal) parts.push({ type: 'text', text: refusal });
+  const servedBy = text(at(payload, 'model'));
+  parts.push({ type: 'finish', reason: finishOf(reason, Boolean(refusal), payload), ...(servedBy ? { servedBy } : {}) });
+  return parts;
+}
+
+function parseChunk(data: string): unknown {
+  const chunk = tryJson(data);
+  if (chunk === undefined) throw new AppError('llm_error', 'The model provider streamed something that is not JSON.');
+  return chunk;
+}
+
+function tryJson(data: string): unknown {
+  try {
+    return JSON.parse(data) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' && value ? value : undefined);
+const nonEmptyArray = (value: unknown): boolean => Array.isArray(value) && value.length > 0;

@@ -1,9 +1,14 @@
 // The one server-sent-events decoder, following the WHATWG EventSource parsing rules; both wire formats read through it.
 
-/** One dispatched event: its `event:` field when the server sent one, and its `data:` lines joined by "\n". */
+/**
+ * One dispatched event: its `event:` field when the server sent one, and its `data:` lines joined by "\n".
+ * A line with a field the standard does not know (llama.cpp sends `error: {...}` in place of `data:`) is reported
+ * at once as its own event with `field` set to that name and `data` to its value, so a wire format can refuse it.
+ */
 export interface SseEvent {
   event?: string;
   data: string;
+  field?: string;
 }
 
 /**
@@ -52,7 +57,8 @@ class EventParser {
     if (value.startsWith(' ')) value = value.slice(1);
     if (field === 'data') this.data.push(value);
     else if (field === 'event') this.event = value;
-    // `id` and `retry` steer reconnection, which a single model call never does; other fields are ignored by the standard.
+    // `id` and `retry` steer reconnection, which a single model call never does.
+    else if (field !== 'id' && field !== 'retry') return { field, data: value };
     return undefined;
   }
 

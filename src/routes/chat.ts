@@ -86,7 +86,8 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
   const send = operation({
     operationId: 'chat.messages.send',
     summary:
-      'Ask the assistant and wait for the whole reply. Both messages are stored together once the reply is there; a failed reply stores nothing, so a retry does not duplicate the question.',
+      'Ask the assistant and wait for the whole reply. Both messages are stored together once the reply is there; a failed reply stores nothing, so a retry does not duplicate the question. ' +
+      'A reply cut at the token budget (LLM_MAX_TOKENS) is stored and returned with `truncated: true`.',
     tag: 'chat',
     params: IdParams,
     body: MessageInput,
@@ -94,13 +95,13 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     problems: ['not_found', 'llm_error', 'llm_unavailable'],
     async handle({ params, body, user, ctx }) {
       const thread = chats.getThread(user.id, params.id);
-      const reply = conversation.checkReply(await model.complete(conversation.request(thread.id, body.content, ctx.signal)));
+      const reply = conversation.settle(await model.complete(conversation.request(thread.id, body.content, ctx.signal)));
       const [userMessage, assistantMessage] = chats.addMessages(
         user.id,
         thread.id,
         [
           { role: 'user', content: body.content },
-          { role: 'assistant', content: reply, model: model.model },
+          { role: 'assistant', ...reply, model: model.model },
         ],
         clock(),
       );
@@ -112,7 +113,8 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     operationId: 'chat.messages.stream',
     summary:
       'Ask the assistant and receive the reply as server-sent events: `start`, `delta`s, then `done` with the stored message, or a last `error`. ' +
-      'The question is stored before the stream starts, the reply only once complete. A `: keep-alive` comment comes every 15 s (CHAT_HEARTBEAT_MS) of silence. ' +
+      'The question is stored before the stream starts, the reply only once complete; a reply cut at the token budget is stored with `truncated: true`, also on `done`. ' +
+      'A `: keep-alive` comment comes every 15 s (CHAT_HEARTBEAT_MS) of silence. ' +
       'Disconnecting stops the model.',
     tag: 'chat',
     params: IdParams,
@@ -133,7 +135,8 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
         logger,
         threadId: thread.id,
         userMessageId: userMessage!.id,
-        store: (content) => chats.addMessages(user.id, thread.id, [{ role: 'assistant', content: conversation.checkReply(content), model: model.model }], clock())[0]!,
+        store: (text, finish) =>
+          chats.addMessages(user.id, thread.id, [{ role: 'assistant', ...conversation.settle({ text, finish }), model: model.model }], clock())[0]!,
       });
       return STREAMED;
     },

@@ -50,6 +50,9 @@ export const Message = v.strictObject({
   role: v.picklist(MESSAGE_ROLES),
   content: v.string(),
   model: v.optional(v.pipe(v.string(), v.description('Assistant messages only: which generator wrote it, `local` or the provider\'s model name.'))),
+  truncated: v.optional(
+    v.pipe(v.literal(true), v.description('Present only on an assistant reply the model had to stop at its token budget (LLM_MAX_TOKENS): the text is cut.')),
+  ),
   createdAt: Timestamp,
 });
 
@@ -64,7 +67,14 @@ export const StreamEvent = v.variant('type', [
     v.description('First: the user message is stored.'),
   ),
   v.pipe(v.object({ type: v.literal('delta'), text: v.string() }), v.description('A piece of the reply; the pieces joined are the reply.')),
-  v.pipe(v.object({ type: v.literal('done'), assistantMessage: Message }), v.description('Last on success: the stored assistant message.')),
+  v.pipe(
+    v.object({
+      type: v.literal('done'),
+      assistantMessage: Message,
+      truncated: v.optional(v.pipe(v.literal(true), v.description('Present only when the reply was cut at the token budget, as on the message.'))),
+    }),
+    v.description('Last on success: the stored assistant message.'),
+  ),
   v.pipe(
     v.object({
       type: v.literal('error'),
