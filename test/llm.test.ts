@@ -343,6 +343,53 @@ describe('retries', () => {
     assert.match(String(warnings(logs)[0]?.giveUp), /asked to wait 4000 ms/);
   });
 
+  test('x-should-retry: true retries a status that is otherwise final; false stops one that is otherwise retried', async (t) => {
+    const { fake, model } = await setup(t);
+    fake.enqueue({ status: 400, headers: { 'x-should-retry': 'true' } });
+    assert.equal(await completeText(model, request()), 'fake reply');
+    assert.equal(fake.requests.length, 2);
+    fake.enqueue({ status: 503, headers: { 'x-should-retry': 'false' } });
+    const error = await assertAppError(model.complete(request()), 'llm_unavailable');
+    assert.match(error.message, /^The model provider refused the request \(HTTP 503: "fake failure with status 503"\)\.$/);
+    assert.equal(fake.requests.length, 3);
+  });
+
+  test('429 insufficient_quota is not retried and says the quota is exhausted', async (t) => {
+    const { fake, model, sleeps } = await setup(t);
+    fake.enqueue({ status: 429, headers: { 'retry-after': '1' }, body: { error: { message: 'You exceeded your current quota.', type: 'insufficient_quota', code: 'insufficient_quota' } } });
+    const error = await assertAppError(model.complete(request()), 'llm_unavailable');
+    assert.equal(error.message, `The model provider refused the request (HTTP 429, the account's quota is exhausted: "You exceeded your current quota.").`);
+    assert.equal(fake.requests.length, 1);
+    assert.deepEqual(sleeps, []);
+  });
+
+  test('a detail quotes the provider with the key, and anything shaped like a key, removed', async (t) => {
+    const { fake, model } = await setup(t);
+    fake.enqueue({ status: 401, body: { error: { message: `Bad key ${API_KEY}; did you mean sk-proj-****abcd?` } } });
+    const error = await assertAppError(model.complete(request()), 'llm_unavailable');
+    assert.equal(error.message, 'The model provider refused the request (HTTP 401, the API key was refused; check LLM_API_KEY: "Bad key [api key]; did you mean [api key]?").');
+  });
+
+  test('LLM_MAX_DURATION_MS ends a call whose attempts never fall silent long enough to time out', BOUNDED, async (t) => {
+    const { fake, model } = await setup(t, { LLM_TIMEOUT_MS: '600000', LLM_MAX_DURATION_MS: '1000' });
+    fake.enqueue({ pieces: ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'], intervalMs: 400 });
+    const started = Date.now();
+    const { pieces, error } = await collect(model.stream(request()));
+    assert.ok(error instanceof AppError && error.code === 'llm_unavailable', String(error));
+    assert.equal(error.message, 'The model provider did not finish its reply within LLM_MAX_DURATION_MS (1000 ms).');
+    assert.ok(pieces.length >= 1 && pieces.length < 10, String(pieces));
+    assert.ok(Date.now() - started < 3000, `took ${Date.now() - started} ms`);
+    await fake.waitForAborts(1);
+  });
+
+  test('LLM_MAX_DURATION_MS also bounds a provider that never answers, retries included', BOUNDED, async (t) => {
+    const { fake, model } = await setup(t, { LLM_TIMEOUT_MS: '600000', LLM_MAX_DURATION_MS: '1000', LLM_MAX_RETRIES: '5' });
+    fake.defaultReply = { hang: true };
+    const error = await assertAppError(model.complete(request()), 'llm_unavailable');
+    assert.match(error.message, /LLM_MAX_DURATION_MS \(1000 ms\)/);
+    assert.equal(fake.requests.length, 1);
+  });
+
   test('a reset connection then a valid reply succeeds', async (t) => {
     const { fake, model } = await setup(t);
     fake.enqueue({ reset: true });

@@ -1,5 +1,6 @@
 // A fake model provider: a real HTTP server on loopback speaking both wire formats (OpenAI Chat Completions at
 // /v1/chat/completions, Anthropic Messages at /v1/messages), playing scripted replies and recording every request.
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -11,7 +12,19 @@ export type FakeReply = { delayMs?: number } & (
   | { reset: true } // destroys the socket without answering
   | { hang: true } // never answers; the request is recorded as aborted when the client gives up
   | { pieces: string[]; intervalMs?: number; failAfter?: number; failWith?: 'cut' | 'error' | 'end' }
+  | Replay
 );
+
+/**
+ * A transcript of `test/fixtures/providers/` (`openai/stream-plain.http`) replayed byte for byte: its status, headers
+ * and body. `split`: one write per SSE event as servers send them (`events`, the default), or also inside every
+ * CRLF and every multi-byte UTF-8 character (`awkward`). `intervalMs` passes between writes.
+ */
+export interface Replay {
+  transcript: string;
+  split?: 'events' | 'awkward';
+  intervalMs?: number;
+}
 
 export interface RecordedRequest {
   method: string;
@@ -98,6 +111,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       return req.socket.destroy();
     }
     if ('status' in reply) return sendJson(res, reply.status, reply.body ?? errorBody(format, reply.status), reply.headers);
+    if ('transcript' in reply) return replay(res, reply, wait);
     const content = 'text' in reply ? reply.text : 'json' in reply ? JSON.stringify(reply.json) : reply.pieces.join('');
     if (!record.body?.stream) {
       const toolName = 'json' in reply ? record.body?.tool_choice?.name : undefined;
@@ -106,7 +120,8 @@ export async function startFakeProvider(): Promise<FakeProvider> {
 
     const script = 'pieces' in reply ? reply : { pieces: [content], intervalMs: 0, failAfter: undefined, failWith: undefined };
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const events = format === 'openai' ? openAiEvents : anthropicEvents;
+    // A JSON request to Anthropic is answered through the forced tool, its input streamed as JSON pieces.
+    const events = format === 'openai' ? openAiEvents : record.body?.tool_choice?.name ? anthropicToolEvents(record.body.tool_choice.name) : anthropicEvents;
     res.write(events.start);
     for (const [index, piece] of script.pieces.entries()) {
       if (index === script.failAfter) break;
@@ -125,6 +140,50 @@ export async function startFakeProvider(): Promise<FakeProvider> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   return fake;
+}
+
+const TRANSCRIPTS = new URL('../fixtures/providers/', import.meta.url);
+
+/** A transcript file: the status line and headers (LF-ended lines up to the first empty one), then the body's bytes. */
+export function readTranscript(name: string): { status: number; headers: Record<string, string>; body: Buffer } {
+  const file = readFileSync(new URL(name, TRANSCRIPTS));
+  const end = file.indexOf('\n\n');
+  const [statusLine = '', ...headerLines] = file.subarray(0, end).toString('utf8').split('\n');
+  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(statusLine)?.[1]);
+  if (!status) throw new Error(`${name}: no status line`);
+  const headers: Record<string, string> = {};
+  for (const line of headerLines) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  return { status, headers, body: file.subarray(end + 2) };
+}
+
+/** Where the replay cuts the body into writes: after every SSE event, and for `awkward` inside CRLFs and characters. */
+export function replayCuts(body: Buffer, split: 'events' | 'awkward'): number[] {
+  const cuts = new Set<number>();
+  for (let i = 0; i < body.length; i++) {
+    const eventEnd = (body[i] === 0x0a && body[i - 1] === 0x0a) || (body[i] === 0x0a && body[i - 1] === 0x0d && body[i - 2] === 0x0a);
+    if (eventEnd) cuts.add(i + 1);
+    if (split !== 'awkward') continue;
+    if (body[i] === 0x0d && body[i + 1] === 0x0a) cuts.add(i + 1); // between CR and LF
+    if (body[i]! >= 0xc0) cuts.add(i + 1); // after the first byte of a multi-byte character
+  }
+  return [...cuts].filter((cut) => cut > 0 && cut < body.length).sort((a, b) => a - b);
+}
+
+async function replay(res: ServerResponse, { transcript, split = 'events', intervalMs = 0 }: Replay, wait: (ms: number) => Promise<void>): Promise<void> {
+  const { status, headers, body } = readTranscript(transcript);
+  res.writeHead(status, headers);
+  let from = 0;
+  for (const cut of [...replayCuts(body, split), body.length]) {
+    if (from > 0 && intervalMs) await wait(intervalMs);
+    if (res.destroyed) return;
+    // Each write is flushed before the next, so the client meets the cuts as separate reads.
+    await new Promise((resolve) => res.write(body.subarray(from, cut), resolve));
+    from = cut;
+  }
+  res.end();
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {
@@ -168,6 +227,18 @@ const openAiEvents = {
   end: sse({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }) + sse('[DONE]'),
   error: sse({ error: { message: 'fake stream failure', type: 'server_error' } }),
 };
+
+const anthropicToolEvents = (name: string) => ({
+  start:
+    sse({ type: 'message_start', message: { id: 'msg_fake', type: 'message', role: 'assistant', content: [] } }, 'message_start') +
+    sse({ type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_fake', name, input: {} } }, 'content_block_start'),
+  piece: (json: string) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: json } }, 'content_block_delta'),
+  end:
+    sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop') +
+    sse({ type: 'message_delta', delta: { stop_reason: 'tool_use' } }, 'message_delta') +
+    sse({ type: 'message_stop' }, 'message_stop'),
+  error: anthropicEvents.error,
+});
 
 const anthropicEvents = {
   start:
