@@ -81,7 +81,7 @@ export function assistantScreen(root, { params, signal }) {
     try {
       const [thread, list] = await Promise.all([api.chat.thread(threadId, { signal }), api.chat.messages(threadId, { signal })]);
       title.textContent = thread.title;
-      replace(messages, list.length ? list.map((m) => bubble(m.role, m.content)) : h('li', { class: 'muted' }, 'No messages yet. Ask the first question below.'));
+      replace(messages, list.length ? list.map((m) => markCut(bubble(m.role, m.content), m.truncated)) : h('li', { class: 'muted' }, 'No messages yet. Ask the first question below.'));
       messages.scrollTop = messages.scrollHeight;
     } catch (error) {
       replace(messages, h('li', {}, errorBox(error, h('a', { href: '/assistant' }, 'Start a new conversation'))));
@@ -131,6 +131,7 @@ export function assistantScreen(root, { params, signal }) {
           messages.scrollTop = messages.scrollHeight;
         } else if (event.type === 'done') {
           answerText.textContent = event.assistantMessage.content;
+          markCut(answer, event.assistantMessage.truncated);
           finished = true;
         } else if (event.type === 'error') {
           fail(answer, describe(new ApiError({ status: 0, code: event.code, detail: event.message })), 'Nothing was saved for this reply. Ask again to retry.');
@@ -210,6 +211,19 @@ export function assistantScreen(root, { params, signal }) {
  */
 function bubble(role, content) {
   return h('li', { class: `message ${role}` }, h('span', { class: 'visually-hidden' }, role === 'user' ? 'You: ' : 'Assistant: '), h('span', { class: 'message-text' }, content));
+}
+
+/**
+ * Marks a reply the model had to stop at its token budget: it was saved, but it is not the whole answer.
+ * @param {HTMLElement} item
+ * @param {boolean | undefined} truncated
+ * @returns {HTMLElement}
+ */
+function markCut(item, truncated) {
+  if (!truncated) return item;
+  item.classList.add('truncated');
+  note(item, 'Cut short: the model reached its length limit (LLM_MAX_TOKENS) before finishing this reply.');
+  return item;
 }
 
 /**
