@@ -267,6 +267,21 @@ describe('OpenAI-compatible servers, replayed through the assistant', () => {
   });
 });
 
+test('the OpenAPI document describes truncated on messages and on the done frame, as the constant true', async (t) => {
+  const service = await startService();
+  t.after(() => service.close());
+  const doc = (await service.request('GET', '/v1/openapi.json')).body;
+  const listed = doc.paths['/v1/chat/threads/{id}/messages'].get.responses['200'].content['application/json'].schema.items;
+  assert.equal(listed.properties.truncated.const, true);
+  assert.equal(listed.required.includes('truncated'), false);
+  const sent = doc.paths['/v1/chat/threads/{id}/messages'].post.responses['200'].content['application/json'].schema;
+  assert.equal(sent.properties.assistantMessage.properties.truncated.const, true);
+  const frames = doc.paths['/v1/chat/threads/{id}/messages/stream'].post.responses['200'].content['text/event-stream']['x-sse-data'];
+  const done = frames.oneOf.find((f: any) => f.properties.type.const === 'done');
+  assert.equal(done.properties.truncated.const, true);
+  assert.equal(done.properties.assistantMessage.properties.truncated.const, true);
+});
+
 describe('OpenAI reasoning models and the token parameter', () => {
   test('openai/error-400-max-tokens: retried once with max_completion_tokens, and that name is kept until restart', async (t) => {
     const s = await setup('openai');
