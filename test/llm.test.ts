@@ -156,6 +156,25 @@ describe('openai wire format', () => {
     assert.equal('max_completion_tokens' in fake.requests[0]!.body, false);
   });
 
+  test("OpenAI's own API gets max_completion_tokens, every other host max_tokens", async (t) => {
+    const fake = await startFakeProvider();
+    t.after(() => fake.close());
+    // The requests meant for api.openai.com land on the fake, so the body can be read.
+    const toFake: typeof fetch = (input, init) => fetch(String(input).replace('https://api.openai.com/v1', fake.url), init);
+    const logger = createLogger('silent');
+    for (const base of ['https://api.openai.com/v1', fake.url]) {
+      const config = loadConfig({ ...BASE_ENV, LLM_BASE_URL: base, LLM_MODEL: 'o4-mini', LLM_MAX_TOKENS: '4096' });
+      await createLanguageModel(config.llm, { fetch: toFake, logger }).complete(request());
+    }
+    assert.deepEqual(
+      fake.requests.map((r) => [r.body.max_completion_tokens, r.body.max_tokens]),
+      [
+        [4096, undefined],
+        [undefined, 4096],
+      ],
+    );
+  });
+
   for (const [mode, expected] of [
     ['json_schema', { type: 'json_schema', json_schema: { name: 'campaign', strict: true, schema: SCHEMA } }],
     ['json_object', { type: 'json_object' }],

@@ -109,7 +109,11 @@ function assertComplete(asked: Asked, content: string, { truncated = false, requ
 }
 
 /** Asserts a failed reply: the deltas sent (joined `sent`), then an `error` frame; only the question is stored. */
-function assertFailed(asked: Asked, code: string, detail: RegExp, { sent = '', requests = 1 } = {}): void {
+/**
+ * `aborted`: provider requests the service hung up on; `undefined` where the transcript goes on after the failure
+ * (`[DONE]` after an error) and hanging up races the fake's last write.
+ */
+function assertFailed(asked: Asked, code: string, detail: RegExp, { sent = '', requests = 1, aborted = 0 as number | undefined } = {}): void {
   assert.equal(asked.types[0], 'start');
   assert.equal(asked.types.at(-1), 'error');
   assert.equal(asked.joined, sent);
@@ -119,6 +123,7 @@ function assertFailed(asked: Asked, code: string, detail: RegExp, { sent = '', r
   assert.equal(error.message.includes(API_KEY), false, 'never the key');
   assert.deepEqual(asked.stored.map((m: any) => m.role), ['user']);
   assert.equal(asked.requests, requests);
+  if (aborted !== undefined) assert.equal(asked.aborted, aborted, 'provider requests the service hung up on');
 }
 
 // The texts below are the transcripts' joined content, written out so the tests can be checked by reading the files.
@@ -208,6 +213,7 @@ describe('OpenAI-compatible servers, replayed through the assistant', () => {
   test('llamacpp/stream-error-field: an error: line then [DONE] without a finish is a failure quoting the error', async () => {
     const asked = await ask(s, replay('llamacpp/stream-error-field.http'));
     assertFailed(asked, 'llm_unavailable', /Context size has been exceeded/, {
+      aborted: undefined,
       sent: 'Your Swiss customers are the most loyal — 88 of them have ordered every month, with an average spend of',
     });
   });
@@ -224,6 +230,7 @@ describe('OpenAI-compatible servers, replayed through the assistant', () => {
   test('openrouter/stream-error-chunk: an error chunk with finish_reason "error" ends with an error frame quoting it', async () => {
     const asked = await ask(s, replay('openrouter/stream-error-chunk.http'));
     assertFailed(asked, 'llm_unavailable', /Provider disconnected/, {
+      aborted: undefined,
       sent: 'Your inactive customers are mostly in France: 342 of them spent over €150 before going quiet, and the largest',
     });
   });
