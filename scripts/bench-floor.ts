@@ -3,12 +3,12 @@
 // Usage: bench-floor.ts DB PORT [customers|campaigns]
 import { createServer } from 'node:http';
 import { createCampaignRepository } from '../src/db/campaigns.ts';
-import { createCustomerRepository } from '../src/db/customers.ts';
+import { openCustomers } from '../src/customers/index.ts';
 import { openDatabase } from '../src/db/database.ts';
 
 const [path, port, what = 'customers'] = process.argv.slice(2);
 const db = openDatabase(path!);
-const customers = createCustomerRepository(db);
+const customers = openCustomers(db).store;
 const campaigns = createCampaignRepository(db);
 const query = { search: '', status: 'all', country: '', sort: 'lastActivityDate', direction: 'desc', page: 1, limit: 50 } as const;
 const page = what === 'campaigns' ? () => campaigns.listCampaigns({}, 1, 50) : () => customers.listCustomers(query);

@@ -6,8 +6,7 @@ import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync 
 import { cpus, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AudienceIndex } from '../src/db/audience-index.ts';
-import { createCustomerRepository } from '../src/db/customers.ts';
+import { openCustomers } from '../src/customers/index.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { createUserRepository } from '../src/db/users.ts';
 import { DAY_MS, STALE_AFTER_DAYS } from '../src/domain/customers.ts';
@@ -132,7 +131,7 @@ async function main(): Promise<void> {
   if (!users.findCredentials(EMAIL)) {
     users.insertUser({ email: EMAIL, fullName: 'Bench', role: 'admin', passwordHash: await hashPassword(PASSWORD) }, new Date());
   }
-  const customers = createCustomerRepository(db);
+  const { store: customers, audience } = openCustomers(db);
   const base = customers.stats.countMatching(undefined, undefined);
   const candidates = ['smith', 'zofia', 'o\'brien', 'aoife.k', 'lars.b', 'example.org', 'mail.example', 'müller', 'anna', 'kenji.n', 'ia.s', 'laurent', 'dvořák'];
   const share = (term: string) => customers.listCustomers({ search: term, status: 'all', country: '', sort: 'lastActivityDate', direction: 'desc', page: 1, limit: 1 }).total / base;
@@ -205,7 +204,6 @@ async function main(): Promise<void> {
       naive: timeIt(() => naive.like.get(`%${onePercent.term}%`, `%${onePercent.term}%`), 3, 1),
     },
   ];
-  const audience = new AudienceIndex(db);
   const loadStart = performance.now();
   await audience.count(null);
   const audienceLoadMs = performance.now() - loadStart;

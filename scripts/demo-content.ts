@@ -4,8 +4,7 @@ import type { User } from '../src/db/users.ts';
 import type { Db } from '../src/db/database.ts';
 import { createCampaignRepository } from '../src/db/campaigns.ts';
 import { createChatRepository } from '../src/db/chat.ts';
-import { generationReader } from '../src/db/customer-generation.ts';
-import { createCustomerRepository } from '../src/db/customers.ts';
+import { openCustomers } from '../src/customers/index.ts';
 import type { Segment } from '../src/db/segments.ts';
 import { createSegmentRepository } from '../src/db/segments.ts';
 import { draftCopy } from '../src/campaigns/draft.ts';
@@ -108,7 +107,8 @@ export async function addDemoContent(db: Db, users: readonly User[], now: Date):
   const lead = users[1]!;
   const chats = createChatRepository(db);
   const thread = chats.createThread(lead.id, undefined, new Date(now.getTime() - 2 * HOUR));
-  const grounding = groundingReader(createCustomerRepository(db), segments, generationReader(db))(now);
+  const customers = openCustomers(db);
+  const grounding = groundingReader(customers.store, segments, () => customers.feed.generation())(now);
   QUESTIONS.forEach((question, i) => {
     chats.addMessages(
       lead.id,

@@ -3,7 +3,7 @@
 // Credentials are printed. DEMO_DATABASE_PATH moves it.
 import { existsSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { AudienceIndex } from '../src/db/audience-index.ts';
+import { openCustomers } from '../src/customers/index.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { createSegmentRepository } from '../src/db/segments.ts';
 import { createUserRepository } from '../src/db/users.ts';
@@ -34,7 +34,7 @@ async function prepare(): Promise<void> {
   const users = createUserRepository(db);
   const passwordHash = await hashPassword(PASSWORD);
   const created = people.map((p) => users.insertUser({ ...p, passwordHash }, new Date()));
-  const audience = new AudienceIndex(db);
+  const { audience } = openCustomers(db);
   const saved = createSegmentRepository(db);
   for (const s of segments) {
     const matchCount = await audience.count(compileConditions(s.conditions, new Date()));

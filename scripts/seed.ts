@@ -1,7 +1,7 @@
 // `npm run seed -- --customers N [--database PATH] [--seed S]`: add N synthetic customers to a database.
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/db/database.ts';
-import { bulkInsertCustomers } from '../src/db/customer-bulk.ts';
+import { bulkInsertCustomers, repairInterruptedBulkLoad } from '../src/customers/index.ts';
 import { syntheticCustomers } from './synthetic-customers.ts';
 
 /** Adds `count` synthetic customers to the database at `path` and returns the rows per second achieved. */
@@ -20,6 +20,8 @@ export function seedDatabase(path: string, count: number, options: { seed?: numb
     const line = `seeding: ${inserted.toLocaleString('en')} / ${count.toLocaleString('en')} rows (${rate.toLocaleString('en')} rows/s)`;
     process.stderr.write(live ? `\r${line}` : `${line}\n`);
   };
+  // A seed killed part-way is finished before this one adds to it.
+  repairInterruptedBulkLoad(db);
   bulkInsertCustomers(db, syntheticCustomers(count, { seed: options.seed ?? firstSerial, now: options.now, firstSerial }), new Date(), progress);
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();

@@ -3,12 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
-import { AudienceIndex } from './db/audience-index.ts';
 import { createCampaignRepository } from './db/campaigns.ts';
 import { createChatRepository } from './db/chat.ts';
-import { generationReader } from './db/customer-generation.ts';
 import { createIdempotencyKeyRepository } from './db/idempotency-keys.ts';
-import { createCustomerRepository } from './db/customers.ts';
+import { openCustomers } from './customers/index.ts';
 import { createRefreshTokenRepository } from './db/refresh-tokens.ts';
 import { createSegmentRepository } from './db/segments.ts';
 import { createUserRepository } from './db/users.ts';
@@ -74,12 +72,10 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   );
   const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(db), accessTokens, config, clock });
   const people = userOperations({ users, clock });
-  const audience = new AudienceIndex(db);
-  const customerRepository = createCustomerRepository(db, (changes, generation) => audience.apply(changes, generation));
+  const { store: customerRepository, audience, feed: customerChanges } = openCustomers(db, { warm: true });
   const customers = customerOperations({ customers: customerRepository, clock });
   const segmentRepository = createSegmentRepository(db);
   const segments = segmentOperations({ segments: segmentRepository, audience, clock });
-  audience.warm();
   const model = createLanguageModel(config.llm, { logger, fetch, sleep, random, now: clock });
   const campaigns = campaignOperations({ campaigns: createCampaignRepository(db), segments: segmentRepository, audience, model, clock });
   /** One budget per user for everything that calls the model: campaign generation and chat messages. */
@@ -90,7 +86,7 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     customers: customerRepository,
     segments: segmentRepository,
     clock,
-    customersGeneration: generationReader(db),
+    customersGeneration: () => customerChanges.generation(),
     promptBudget: config.chat.promptBudget,
   });
   const chat = chatOperations({ chats: chatRepository, conversation, model, clock, logger, heartbeatMs: config.chat.heartbeatMs });

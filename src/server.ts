@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApp } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
+import { repairInterruptedBulkLoad } from './customers/index.ts';
 import { openDatabase, type Db } from './db/database.ts';
 import { createUserRepository } from './db/users.ts';
 import { systemClock } from './domain/clock.ts';
@@ -60,6 +61,8 @@ function listen(server: Server, config: Config): Promise<void> {
 export async function startService(config: Config): Promise<RunningService> {
   const logger = createLogger(config.logLevel);
   const db = openDatabase(config.databasePath);
+  // A seed killed part-way left rows that the search index and the aggregates do not count yet.
+  repairInterruptedBulkLoad(db);
   const app = createApp({ db, config, logger });
   const server = createServer(serverTimeouts(config), app.listener);
   closeIdleOnlyAfterReading(server);

@@ -6,8 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from './support/temp-dir.ts';
-import { AudienceIndex } from '../src/db/audience-index.ts';
-import { createCustomerRepository } from '../src/db/customers.ts';
+import { bulkInsertCustomers, openCustomers, repairInterruptedBulkLoad } from '../src/customers/index.ts';
 import { openDatabase, SCHEMA_VERSION } from '../src/db/database.ts';
 import { compileConditions } from '../src/domain/segments.ts';
 import { createUserRepository } from '../src/db/users.ts';
@@ -153,8 +152,7 @@ test('segments engine: after a failed reload the next count reloads again instea
   const path = join(folder, 'a.db');
   const db = openDatabase(path);
   try {
-    const audience = new AudienceIndex(db);
-    const customers = createCustomerRepository(db, (changes, generation) => audience.apply(changes, generation));
+    const { audience, store: customers } = openCustomers(db);
     const record = (n: number) => ({
       name: `C${n}`,
       email: `c${n}@example.com`,
@@ -183,8 +181,7 @@ test('segments engine: after a failed reload the next count reloads again instea
   }
 });
 
-test('a bulk load that dies before its last transaction is finished on the next open: search index and aggregates match the rows', async () => {
-  const { bulkInsertCustomers } = await import('../src/db/customer-bulk.ts');
+test('a bulk load that dies before its last transaction is finished by the recovery the next start runs: search index and aggregates match the rows', async () => {
   const { syntheticCustomers } = await import('../scripts/synthetic-customers.ts');
   const path = join(tempDir(), 'interrupted.db');
   const first = openDatabase(path);
@@ -198,6 +195,8 @@ test('a bulk load that dies before its last transaction is finished on the next 
 
   const db = openDatabase(path);
   try {
+    assert.equal(db.prepare("SELECT count(*) FROM meta WHERE key = 'bulk_load_from'").pluck().get(), 1, 'opening the database repairs nothing');
+    assert.equal(repairInterruptedBulkLoad(db), true);
     const rows = db.prepare('SELECT count(*) FROM customers').pluck().get() as number;
     assert.ok(rows >= 50_010, `${rows} rows`);
     const totals = db.prepare('SELECT sum(customers) AS n, sum(amount_cents) AS cents FROM customer_totals').get() as { n: number; cents: number };

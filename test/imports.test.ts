@@ -7,9 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { AudienceIndex } from '../src/db/audience-index.ts';
-import { bulkInsertCustomers } from '../src/db/customer-bulk.ts';
-import { createCustomerRepository } from '../src/db/customers.ts';
+import { bulkInsertCustomers, openCustomers } from '../src/customers/index.ts';
 import { openDatabase, type Db } from '../src/db/database.ts';
 import { compileConditions } from '../src/domain/segments.ts';
 import { syntheticCustomers } from '../scripts/synthetic-customers.ts';
@@ -127,8 +125,7 @@ test('a write on the service connection that commits before an import reply arri
   const folder = mkdtempSync(join(tmpdir(), 'campaigns-imports-'));
   const db = openDatabase(join(folder, 'i.db'));
   try {
-    const audience = new AudienceIndex(db);
-    const customers = createCustomerRepository(db, (changes, generation) => audience.apply(changes, generation));
+    const { audience, store: customers } = openCustomers(db);
     const record = (n: number) => ({
       name: `R${n}`,
       email: `r${n}@order.example.com`,
@@ -168,7 +165,7 @@ test('a bulk load into an empty database builds the search index on a second thr
     assert.equal(bulkInsertCustomers(db, customers, new Date(NOW_MS)), 3000);
     assert.equal(db.prepare('SELECT count(*) FROM customers').pluck().get(), 3000);
     assertRecomputed(db);
-    const repository = createCustomerRepository(db);
+    const repository = openCustomers(db).store;
     repository.insertCustomers([{ ...customers[0]!, email: 'late.smith@example.com', name: 'Late Smith' }], new Date(NOW_MS));
     repository.updateCustomer('7', { name: 'Renamed Smith', email: 'renamed@a.bexample.com' }, new Date(NOW_MS));
     repository.deleteCustomer('8');

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { bulkInsertCustomers } from '../src/db/customer-bulk.ts';
+import { bulkInsertCustomers } from '../src/customers/index.ts';
 import { openDatabase } from '../src/db/database.ts';
 import type { Customer } from '../src/domain/customers.ts';
 import type { Condition, NumericOperator } from '../src/domain/segments.ts';

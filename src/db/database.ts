@@ -4,7 +4,6 @@
 // returns the row or `undefined`, `getX(id)` returns it or throws AppError `not_found`; writes that belong together
 // run in one `db.transaction()`, and nothing inside a transaction awaits. Repositories know no HTTP.
 import Database from 'better-sqlite3';
-import { repairInterruptedBulkLoad } from './customer-bulk.ts';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
@@ -39,8 +38,6 @@ export function openDatabase(path: string): Db {
   configure(db, SERVICE_CACHE_KIB);
   try {
     migrate(db);
-    // A seed killed part-way left rows that the search index and the aggregates do not count yet.
-    repairInterruptedBulkLoad(db);
   } catch (error) {
     db.close();
     throw error;

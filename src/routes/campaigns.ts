@@ -1,5 +1,5 @@
 // campaigns.*: generation through the language model, read, edit, delete, and the review workflow.
-import type { AudienceIndex } from '../db/audience-index.ts';
+import type { AudienceIndex } from '../customers/index.ts';
 import type { CampaignRepository } from '../db/campaigns.ts';
 import type { SegmentRepository } from '../db/segments.ts';
 import { draftCopy } from '../campaigns/draft.ts';

@@ -1,6 +1,6 @@
 // customers.* operations: list, create, get, update, delete, import, and the live aggregates.
 import * as v from 'valibot';
-import type { CustomerRepository } from '../db/customers.ts';
+import type { CustomerRepository } from '../customers/index.ts';
 import type { Clock } from '../domain/clock.ts';
 import { activityTrend, customerHealth, customerKpis, topCustomers } from '../domain/customer-summary.ts';
 import type { CustomerRecord } from '../domain/customers.ts';

@@ -1,5 +1,5 @@
 // Segments: saved audiences, counted by the one audience index.
-import type { AudienceIndex } from '../db/audience-index.ts';
+import type { AudienceIndex } from '../customers/index.ts';
 import type { SegmentRepository } from '../db/segments.ts';
 import type { Clock } from '../domain/clock.ts';
 import { compileConditions, type Condition } from '../domain/segments.ts';

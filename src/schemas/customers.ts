@@ -1,6 +1,6 @@
 // Schemas of customers, their list query, import envelope and aggregates.
 import * as v from 'valibot';
-import { CUSTOMER_SORTS } from '../db/customers.ts';
+import { CUSTOMER_SORTS } from '../customers/index.ts';
 import type { Clock } from '../domain/clock.ts';
 import { CUSTOMER_STATUSES, DAY_MS, parseIsoDate, toCents } from '../domain/customers.ts';
 import { Counter, Email, MAX_COUNTER, Timestamp, TrimmedText } from './common.ts';

@@ -2,7 +2,7 @@
 // count per email domain shows whether a batch is stored whole, not at all, or (a bug) in part. Each batch is
 // reproducible from its number, with a known set of invalid and duplicate rows.
 import { prng } from '../../scripts/synthetic-customers.ts';
-import type { CustomerRow } from '../../src/db/customer-rows.ts';
+import type { CustomerRow } from '../../src/customers/index.ts';
 import { CUSTOMER_STATUSES, countryKey, parseIsoDate, toCents, type CustomerStatus } from '../../src/domain/customers.ts';
 
 /** What a stored customer row must hold, as the database keeps it. */

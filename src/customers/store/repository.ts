@@ -1,25 +1,25 @@
-// Customers: get, insert, import, update, delete, top spenders, and the list of customer-search.ts. Every write keeps
-// the search index and the aggregate tables in its transaction (customer-writes.ts) and is told to `onChange` in
-// commit order. Knows no HTTP.
-import { AppError } from '../domain/errors.ts';
-import type { Customer, CustomerRecord } from '../domain/customers.ts';
-import { createCustomerImports } from './customer-imports.ts';
-import { parseId, toCustomer, type CustomerChangeListener, type CustomerRow } from './customer-rows.ts';
-import { createCustomerSearch } from './customer-search.ts';
-import { createCustomerWrites } from './customer-writes.ts';
-import type { Db } from './database.ts';
+// Customers: get, insert, import, update, delete, top spenders, and the list of search.ts. Every write keeps the
+// search index and the aggregate tables in its transaction (writes.ts) and is published to the change feed in commit
+// order. Knows no HTTP.
+import { AppError } from '../../domain/errors.ts';
+import type { Customer, CustomerRecord } from '../../domain/customers.ts';
+import { createCustomerImports } from '../imports/imports.ts';
+import type { CustomerChangeFeed } from '../change-feed.ts';
+import { parseId, toCustomer, type CustomerRow } from './rows.ts';
+import { createCustomerSearch } from './search.ts';
+import { createCustomerWrites } from './writes.ts';
+import type { Db } from '../../db/database.ts';
 
-export { CUSTOMER_SORTS, type CustomerQuery, type CustomerSort } from './customer-search.ts';
-export type { CustomerChange, CustomerChangeListener, StoredCustomer } from './customer-rows.ts';
+export { CUSTOMER_SORTS, type CustomerQuery, type CustomerSort } from './search.ts';
 
 export type CustomerRepository = ReturnType<typeof createCustomerRepository>;
 
-/** Returns the customer queries; `onChange` hears about every committed write, in commit order. */
-export function createCustomerRepository(db: Db, onChange: CustomerChangeListener = () => {}) {
+/** Returns the customer queries; every committed write is published to `feed`, in commit order. */
+export function createCustomerRepository(db: Db, feed: CustomerChangeFeed) {
   const writes = createCustomerWrites(db);
   const { stats } = writes;
-  const search = createCustomerSearch(db, stats);
-  const imports = createCustomerImports(db, writes, onChange);
+  const search = createCustomerSearch(db, stats, feed);
+  const imports = createCustomerImports(db, writes, feed);
   const byId = db.prepare<[number], CustomerRow>('SELECT * FROM customers WHERE id = ?');
   const top = db.prepare<[number], CustomerRow>('SELECT * FROM customers ORDER BY amount_cents DESC, last_activity_at DESC, id DESC LIMIT ?');
 
@@ -58,7 +58,7 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
       const numeric = parseId(id);
       if (numeric === undefined) throw new AppError('not_found', `No customer with id ${id}.`);
       const { change, generation } = writes.updateOne.immediate(numeric, changes, now.getTime());
-      onChange([change], generation);
+      feed.publish([change], generation);
       return toCustomer(byId.get(numeric)!);
     },
 
@@ -67,7 +67,7 @@ export function createCustomerRepository(db: Db, onChange: CustomerChangeListene
       const numeric = parseId(id);
       if (numeric === undefined) throw new AppError('not_found', `No customer with id ${id}.`);
       const { change, generation } = writes.deleteOne.immediate(numeric);
-      onChange([change], generation);
+      feed.publish([change], generation);
     },
   };
 }

@@ -1,7 +1,7 @@
 // The four matchable customer fields held in memory as columns (typed arrays, in id order), each country with the
 // list of its rows, and the count of the rows within a set of bounds. Kept by audience-index.ts.
-import type { Bounds } from '../domain/segments.ts';
-import type { StoredCustomer } from './customer-rows.ts';
+import type { Bounds } from '../../domain/segments.ts';
+import type { StoredCustomer } from '../store/rows.ts';
 
 /** Rows sampled to order the range checks, most selective first. */
 const SAMPLE = 512;

@@ -1,11 +1,11 @@
 // The import writer: a worker thread with its own connection that writes import requests in groups
-// (customer-import-queue.ts), so their transactions never stop the service's event loop. Started by
-// customer-imports.ts with `workerData.path`; posts each transaction's ImportReply, and 'checkpoint' when the log
+// (group-commit.ts), so their transactions never stop the service's event loop. Started by
+// imports.ts with `workerData.path`; posts each transaction's ImportReply, and 'checkpoint' when the log
 // has grown enough for the checkpointer thread to copy it into the database.
 import { parentPort, workerData } from 'node:worker_threads';
-import { createImportQueue, type ImportRequest } from './customer-import-queue.ts';
-import { createCustomerWrites } from './customer-writes.ts';
-import { openWriterConnection } from './database.ts';
+import { createImportQueue, type ImportRequest } from './group-commit.ts';
+import { createCustomerWrites } from '../store/writes.ts';
+import { openWriterConnection } from '../../db/database.ts';
 
 /**
  * 256 MiB of page cache: the six customer indexes of a million customers (about 120 MB) stay cached between

@@ -8,8 +8,8 @@ import {
   type CustomerRecord,
   type CustomerStatus,
   type StatusCounts,
-} from '../domain/customers.ts';
-import type { Db } from './database.ts';
+} from '../../domain/customers.ts';
+import type { Db } from '../../db/database.ts';
 
 /** Sums of customers and cents to add to (or, negative, take from) the aggregate tables. */
 export class StatsDelta {

@@ -1,15 +1,15 @@
 // Inserting customers: one batch at once on the service's connection (customers.create), or imports handed to the
-// import writer thread, which groups them (customer-import-writer.ts), with the checkpointer thread copying the log
-// they leave into the database (wal-checkpointer.ts). Each batch lands in one transaction either way, and the change
-// listener hears of every transaction in commit order of its replies.
+// import writer thread, which groups them (writer.thread.ts), with the checkpointer thread copying the log they leave
+// into the database (checkpointer.thread.ts). Each batch lands in one transaction either way, and the change feed
+// hears of every transaction in commit order of its replies.
 import type { Worker } from 'node:worker_threads';
-import { countryKey, type CustomerRecord } from '../domain/customers.ts';
-import { beginWriteElsewhere } from './customer-generation.ts';
-import { createImportQueue, type ImportReply } from './customer-import-queue.ts';
-import type { CustomerChange, CustomerChangeListener, StoredCustomer } from './customer-rows.ts';
-import type { CustomerWrites } from './customer-writes.ts';
-import type { Db } from './database.ts';
-import { startWorkerThread } from './worker-thread.ts';
+import { countryKey, type CustomerRecord } from '../../domain/customers.ts';
+import type { CustomerChangeFeed } from '../change-feed.ts';
+import { createImportQueue, type ImportReply } from './group-commit.ts';
+import type { CustomerChange, StoredCustomer } from '../store/rows.ts';
+import type { CustomerWrites } from '../store/writes.ts';
+import type { Db } from '../../db/database.ts';
+import { startWorkerThread } from '../../db/worker-thread.ts';
 
 /** The threads stop after this long without work, and start again with the next import. */
 const IDLE_MS = 10_000;
@@ -29,7 +29,7 @@ function stored(record: CustomerRecord, id: number): StoredCustomer {
 }
 
 /** Returns `insertNow` (synchronous, this connection) and `importLater` (the writer thread, or grouped here for an in-memory database). */
-export function createCustomerImports(db: Db, writes: CustomerWrites, onChange: CustomerChangeListener) {
+export function createCustomerImports(db: Db, writes: CustomerWrites, feed: CustomerChangeFeed) {
   const waiting = new Map<number, Waiting>();
   let nextId = 1;
   let writer: Worker | undefined;
@@ -45,7 +45,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, onChange: 
           if (customerId !== null) changes.push({ before: undefined, after: stored(records[i]!, customerId) });
         });
       }
-      onChange(changes, generation);
+      feed.publish(changes, generation);
     }
     for (const result of reply.results) {
       const request = waiting.get(result.id)!;
@@ -67,7 +67,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, onChange: 
       return;
     }
     if (!checkpointer) {
-      const thread = startWorkerThread(new URL('./wal-checkpointer.ts', import.meta.url), { path: db.name });
+      const thread = startWorkerThread(new URL('./checkpointer.thread.ts', import.meta.url), { path: db.name });
       thread.on('message', () => {
         if (checkpointer !== thread) return;
         const again = checkpointing === 'again';
@@ -100,7 +100,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, onChange: 
 
   const writerThread = (): Worker => {
     if (writer) return writer;
-    const thread = startWorkerThread(new URL('./customer-import-writer.ts', import.meta.url), { path: db.name });
+    const thread = startWorkerThread(new URL('./writer.thread.ts', import.meta.url), { path: db.name });
     db.pragma('wal_autocheckpoint = 0');
     thread.on('message', (message: ImportReply | 'checkpoint') => (message === 'checkpoint' ? checkpoint() : receive(message)));
     thread.on('error', () => {}); // reported through 'exit', which follows
@@ -124,7 +124,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, onChange: 
       const { results, commits } = writes.insertBatches([{ records, now: now.getTime() }]);
       const [result] = results;
       if ('error' in result!) throw result.error;
-      onChange(result!.stored.filter((s) => s !== undefined).map((after) => ({ before: undefined, after })), commits[0]!.generation);
+      feed.publish(result!.stored.filter((s) => s !== undefined).map((after) => ({ before: undefined, after })), commits[0]!.generation);
       return result!.stored.map((s) => (s ? String(s.id) : null));
     },
 
@@ -141,7 +141,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, onChange: 
           return;
         }
         const thread = writerThread();
-        waiting.set(id, { records, resolve, reject, reported: beginWriteElsewhere(db), thread });
+        waiting.set(id, { records, resolve, reject, reported: feed.beginWriteElsewhere(), thread });
         thread.postMessage(request);
       });
     },

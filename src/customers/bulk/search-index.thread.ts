@@ -5,7 +5,7 @@
 // connection: other connections see the change (PRAGMA data_version) and drop any index structure they had read.
 import { rmSync } from 'node:fs';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { openDatabase, openWriterConnection } from './database.ts';
+import { openDatabase, openWriterConnection } from '../../db/database.ts';
 import { COPIED, FAILED } from './search-index-build.ts';
 
 const { path, scratch, state: buffer, errors } = workerData as { path: string; scratch: string; state: SharedArrayBuffer; errors: MessagePort };

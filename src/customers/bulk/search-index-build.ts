@@ -2,9 +2,9 @@
 // database while this one loads rows and sorts indexes, then copies the finished index into the database.
 import { rmSync } from 'node:fs';
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
-import type { CustomerRecord } from '../domain/customers.ts';
-import type { Db } from './database.ts';
-import { startWorkerThread } from './worker-thread.ts';
+import type { CustomerRecord } from '../../domain/customers.ts';
+import type { Db } from '../../db/database.ts';
+import { startWorkerThread } from '../../db/worker-thread.ts';
 
 /** Longest wait for the thread to finish after the last batch. */
 const FINISH_TIMEOUT_MS = 10 * 60_000;
@@ -24,7 +24,7 @@ export function startSearchIndexBuild(db: Db) {
   for (const suffix of ['', '-wal', '-shm']) rmSync(scratch + suffix, { force: true });
   const state = new Int32Array(new SharedArrayBuffer(4));
   const errors = new MessageChannel();
-  const thread = startWorkerThread(new URL('./search-index-builder.ts', import.meta.url), {
+  const thread = startWorkerThread(new URL('./search-index.thread.ts', import.meta.url), {
     path: db.name,
     scratch,
     state: state.buffer,

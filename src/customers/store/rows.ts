@@ -1,6 +1,6 @@
 // A row of the customers table and what it becomes: the API's Customer, or the stored record that writes and the
 // audience index pass around.
-import type { Customer, CustomerRecord, CustomerStatus } from '../domain/customers.ts';
+import type { Customer, CustomerRecord, CustomerStatus } from '../../domain/customers.ts';
 
 export interface CustomerRow {
   id: number;
@@ -19,11 +19,6 @@ export type StoredCustomer = CustomerRecord & { id: number; countryKey: string }
 
 /** One customer write: what was stored (`after`) and what it replaced (`before`); undefined for none. */
 export type CustomerChange = { before: StoredCustomer | undefined; after: StoredCustomer | undefined };
-
-/** Told after each committed write, in commit order: what changed, and the write's generation. */
-export interface CustomerChangeListener {
-  (changes: CustomerChange[], generation: number): void;
-}
 
 /** Returns the customer as the API shows it. */
 export function toCustomer(row: CustomerRow): Customer {

@@ -1,8 +1,8 @@
 // The checkpointer: a worker thread with its own connection that copies the write-ahead log into the database
-// when asked (customer-imports.ts asks after large imports), so neither the event loop nor the import writer waits
+// when asked (imports.ts asks after large imports), so neither the event loop nor the import writer waits
 // for those writes and their fsync. Answers each 'checkpoint' with 'done'; 'stop' ends the thread.
 import { parentPort, workerData } from 'node:worker_threads';
-import { openWriterConnection } from './database.ts';
+import { openWriterConnection } from '../../db/database.ts';
 
 const port = parentPort!;
 // A checkpoint reads log frames and writes pages; it needs no page cache of its own.

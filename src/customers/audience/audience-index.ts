@@ -2,13 +2,12 @@
 // in memory as columns, so any set of conditions is counted in one pass over typed arrays, whatever its
 // selectivity, and counts are remembered until the customers change (or, for activity bounds, the clock moves far
 // enough to change them).
-import type { Bounds } from '../domain/segments.ts';
-import { AudienceColumns } from './audience-columns.ts';
-import { generationReader, writesElsewhereSettled } from './customer-generation.ts';
-import type { CustomerChange } from './customer-rows.ts';
-import { openReadConnection, type Db } from './database.ts';
-
-export type { CustomerChange } from './customer-rows.ts';
+import type { Bounds } from '../../domain/segments.ts';
+import { AudienceColumns } from './columns.ts';
+import type { CustomerChangeFeed } from '../change-feed.ts';
+import { generationReader } from '../store/generation.ts';
+import type { CustomerChange } from '../store/rows.ts';
+import { openReadConnection, type Db } from '../../db/database.ts';
 
 const CHUNK = 50_000;
 
@@ -23,7 +22,7 @@ interface Remembered {
 }
 
 /**
- * Column copy of the customers table (audience-columns.ts), kept current by `apply` (told of each committed write of
+ * Column copy of the customers table (columns.ts), kept current by `apply` (told by the change feed of each committed write of
  * this process) and reloaded when another process changed customers (`meta.customers_generation` moved on
  * unexpectedly).
  */
@@ -39,11 +38,14 @@ export class AudienceIndex {
   private early = new Map<number, CustomerChange[]>();
   private remembered = new Map<string, Remembered>();
   private rememberedGeneration = -1;
-  private readonly readGeneration: () => number;
   private readonly readDataVersion: () => number;
 
-  constructor(private readonly db: Db) {
-    this.readGeneration = generationReader(db);
+  /** Subscribes to the feed: every write this process commits is applied as it is published. */
+  constructor(
+    private readonly db: Db,
+    private readonly feed: CustomerChangeFeed,
+  ) {
+    feed.subscribe((changes, generation) => this.apply(changes, generation));
     const dataVersion = db.prepare('PRAGMA data_version').pluck();
     this.readDataVersion = () => dataVersion.get() as number;
   }
@@ -83,7 +85,7 @@ export class AudienceIndex {
    * Applies customer writes this process committed as `generation`. A write told before an earlier one of the import
    * writer waits for it; a gap no write of ours fills means another process wrote, and the next count reloads.
    */
-  apply(changes: CustomerChange[], generation: number): void {
+  private apply(changes: CustomerChange[], generation: number): void {
     if (this.queued) {
       this.queued.push({ changes, generation });
       return;
@@ -108,7 +110,7 @@ export class AudienceIndex {
         await this.loading;
         continue;
       }
-      const elsewhere = writesElsewhereSettled(this.db);
+      const elsewhere = this.feed.writesElsewhereSettled();
       if (elsewhere) {
         // An import is being written on the writer's connection: what it committed is told here soon. Until then the
         // columns hold an earlier committed state, which is fine to count unless a later write of ours waits on it.
@@ -141,7 +143,7 @@ export class AudienceIndex {
     const version = this.readDataVersion();
     if (version === this.dataVersion) return false;
     this.dataVersion = version;
-    return this.readGeneration() !== this.generation;
+    return this.feed.generation() !== this.generation;
   }
 
   private ensureLoading(): void {

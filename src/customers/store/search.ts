@@ -1,10 +1,10 @@
 // SQL for listing customers: search (trigram index or LIKE), status and country filters, sort and pagination, and
 // the choice of plan per page. Reads only; knows no HTTP.
-import { countryKey, type Customer, type CustomerStatus } from '../domain/customers.ts';
-import { generationReader } from './customer-generation.ts';
-import { toCustomer, type CustomerRow } from './customer-rows.ts';
-import type { CustomerStats } from './customer-stats.ts';
-import type { Db } from './database.ts';
+import { countryKey, type Customer, type CustomerStatus } from '../../domain/customers.ts';
+import type { CustomerChangeFeed } from '../change-feed.ts';
+import { toCustomer, type CustomerRow } from './rows.ts';
+import type { CustomerStats } from './stats.ts';
+import type { Db } from '../../db/database.ts';
 
 export const CUSTOMER_SORTS = ['name', 'totalAmountSpent', 'totalTransactions', 'lastActivityDate'] as const;
 export type CustomerSort = (typeof CUSTOMER_SORTS)[number];
@@ -66,9 +66,8 @@ function likePattern(term: string): string {
 }
 
 /** Returns `listCustomers`, with its statements prepared on first use (the default page at once). */
-export function createCustomerSearch(db: Db, stats: CustomerStats) {
+export function createCustomerSearch(db: Db, stats: CustomerStats, feed: CustomerChangeFeed) {
   const byId = db.prepare<[number], CustomerRow>('SELECT * FROM customers WHERE id = ?');
-  const currentGeneration = generationReader(db);
 
   // Search results cost time in proportion to their matches, and paging repeats the same search on every page.
   // Each search's count, and for rare terms the ids of every match in page order, are remembered until customers
@@ -76,7 +75,7 @@ export function createCustomerSearch(db: Db, stats: CustomerStats) {
   let rememberedGeneration = -1;
   const remembered = new Map<string, { total: number; ids?: number[] }>();
   const remember = (key: string, compute: () => { total: number; ids?: number[] }) => {
-    const generation = currentGeneration();
+    const generation = feed.generation();
     if (generation !== rememberedGeneration) {
       remembered.clear();
       rememberedGeneration = generation;

@@ -1,11 +1,14 @@
 // Bulk loading for seeding: rows go in large transactions, then the search index and the aggregate tables are built
 // for them in bulk. Into an empty table the indexes are built once at the end, and the search index is built at the
-// same time on a second thread (search-index-builder.ts). Not for live requests (the service uses customers.ts).
-import { countryKey, DAY_MS, type CustomerRecord } from '../domain/customers.ts';
-import { generationBumper } from './customer-generation.ts';
-import { createCustomerStats, StatsDelta } from './customer-stats.ts';
-import type { Db } from './database.ts';
+// same time on a second thread (search-index.thread.ts). Not for live requests (the service uses the store).
+import { countryKey, type CustomerRecord } from '../../domain/customers.ts';
+import { generationBumper } from '../store/generation.ts';
+import { createCustomerStats, StatsDelta } from '../store/stats.ts';
+import type { Db } from '../../db/database.ts';
 import { startSearchIndexBuild } from './search-index-build.ts';
+
+/** The `meta` key holding the first customer id of a bulk load that has not finished (recovery.ts finishes it). */
+export const BULK_LOAD_KEY = 'bulk_load_from';
 
 /** Rows per INSERT statement: one call into SQLite per 100 rows instead of per row. */
 const ROWS_PER_STATEMENT = 100;
@@ -88,37 +91,6 @@ export function bulkInsertCustomers(db: Db, records: Iterable<CustomerRecord>, n
     unmarkLoad.run();
   }).immediate();
   return inserted;
-}
-
-/** The `meta` key holding the first customer id of a bulk load that has not finished. */
-const BULK_LOAD_KEY = 'bulk_load_from';
-
-/**
- * Finishes what a bulk load killed part-way left undone, in one transaction: the search index gets the rows from the
- * load's first id on, the aggregate tables are recomputed from the rows, and the generation moves. Returns whether
- * there was anything to repair. Called by openDatabase; the dropped indexes come back with schema.sql.
- */
-export function repairInterruptedBulkLoad(db: Db): boolean {
-  const from = db.prepare(`SELECT value FROM meta WHERE key = '${BULK_LOAD_KEY}'`).pluck().get() as number | undefined;
-  if (from === undefined) return false;
-  const day = `((last_activity_at - (((last_activity_at % ${DAY_MS}) + ${DAY_MS}) % ${DAY_MS})) / ${DAY_MS})`;
-  const bumpGeneration = generationBumper(db);
-  db.transaction(() => {
-    db.prepare('DELETE FROM customer_search WHERE rowid >= ?').run(from);
-    db.prepare(`INSERT INTO customer_search (rowid, text) SELECT id, name || char(10) || email FROM customers WHERE id >= ?`).run(from);
-    db.exec(`
-      DELETE FROM customer_totals;
-      INSERT INTO customer_totals (status, customers, amount_cents) SELECT status, count(*), sum(amount_cents) FROM customers GROUP BY status;
-      DELETE FROM customer_days;
-      INSERT INTO customer_days (status, day, customers, amount_cents)
-        SELECT status, ${day}, count(*), sum(amount_cents) FROM customers GROUP BY status, ${day};
-      DELETE FROM customer_countries;
-      INSERT INTO customer_countries (country_key, status, customers) SELECT country_key, status, count(*) FROM customers GROUP BY country_key, status;
-      DELETE FROM meta WHERE key = '${BULK_LOAD_KEY}';
-    `);
-    bumpGeneration();
-  }).immediate();
-  return true;
 }
 
 /** Writes the record's ten column values into `values` from `offset`; returns `values`. */

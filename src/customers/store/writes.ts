@@ -1,12 +1,12 @@
 // The customer write transactions: insert (batches of records), update, delete. Each keeps the search index, the
 // aggregate tables and the generation in the same transaction as the rows. Used by the service's connection and by
-// the import writer's (customer-import-writer.ts). Knows no HTTP.
-import { AppError } from '../domain/errors.ts';
-import { countryKey, type CustomerRecord } from '../domain/customers.ts';
-import { generationBumper } from './customer-generation.ts';
-import { searchText, toStored, type CustomerChange, type CustomerRow, type StoredCustomer } from './customer-rows.ts';
-import { createCustomerStats, StatsDelta } from './customer-stats.ts';
-import { isUniqueViolation, type Db } from './database.ts';
+// the import writer's (imports/writer.thread.ts). Knows no HTTP.
+import { AppError } from '../../domain/errors.ts';
+import { countryKey, type CustomerRecord } from '../../domain/customers.ts';
+import { generationBumper } from './generation.ts';
+import { searchText, toStored, type CustomerChange, type CustomerRow, type StoredCustomer } from './rows.ts';
+import { createCustomerStats, StatsDelta } from './stats.ts';
+import { isUniqueViolation, type Db } from '../../db/database.ts';
 
 /** What a batch became: each record's stored customer, or undefined when its email was taken; or the error that undid it. */
 export type BatchResult = { stored: (StoredCustomer | undefined)[] } | { error: unknown };

@@ -1,8 +1,8 @@
 // Group commit for imports: requests that wait while one transaction runs are written together in the next, each
 // request's rows in that one transaction. Fewer, larger transactions dirty fewer distinct index pages per row, and
 // every transaction costs one WAL write of each page it dirtied.
-import type { CustomerRecord } from '../domain/customers.ts';
-import type { CustomerWrites } from './customer-writes.ts';
+import type { CustomerRecord } from '../../domain/customers.ts';
+import type { CustomerWrites } from '../store/writes.ts';
 
 /** One import request: its validated records and the instant that stamps them. */
 export interface ImportRequest {

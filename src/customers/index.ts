@@ -1,0 +1,37 @@
+// The customer subsystem's one door: nothing outside src/customers/ imports anything but this file.
+//
+//   store/      the customers table, its search index and aggregate tables: queries and write transactions
+//   imports/    imports written in groups on the writer thread (writer.thread.ts), the log checkpointed on another
+//   bulk/       the bulk load of a seed (its search index built on search-index.thread.ts) and its recovery
+//   audience/   the in-memory columns every segment count runs on
+//   change-feed.ts  every committed write, in commit order; what derives state from customers subscribes to it
+import type { Db } from '../db/database.ts';
+import { AudienceIndex } from './audience/audience-index.ts';
+import { CustomerChangeFeed } from './change-feed.ts';
+import { createCustomerRepository, type CustomerRepository } from './store/repository.ts';
+
+export { bulkInsertCustomers } from './bulk/bulk-load.ts';
+export { repairInterruptedBulkLoad } from './bulk/recovery.ts';
+export type { AudienceIndex } from './audience/audience-index.ts';
+export type { CustomerChangeFeed, CustomerChangeListener } from './change-feed.ts';
+export { CUSTOMER_SORTS, type CustomerQuery, type CustomerRepository, type CustomerSort } from './store/repository.ts';
+export type { CustomerChange, CustomerRow, StoredCustomer } from './store/rows.ts';
+
+/** The customer subsystem on one connection: the store, the audience index kept current by the feed, and the feed. */
+export interface Customers {
+  store: CustomerRepository;
+  audience: AudienceIndex;
+  feed: CustomerChangeFeed;
+}
+
+/**
+ * Returns the customer subsystem on `db`. The audience index starts loading in the background when `warm` is set
+ * (the service), else on its first count.
+ */
+export function openCustomers(db: Db, { warm = false } = {}): Customers {
+  const feed = new CustomerChangeFeed(db);
+  const audience = new AudienceIndex(db, feed);
+  const store = createCustomerRepository(db, feed);
+  if (warm) audience.warm();
+  return { store, audience, feed };
+}
