@@ -14,7 +14,7 @@ export { bulkInsertCustomers } from './bulk/bulk-load.ts';
 export { repairInterruptedBulkLoad } from './bulk/recovery.ts';
 export type { AudienceIndex } from './audience/audience-index.ts';
 export type { CustomerChangeFeed, CustomerChangeListener } from './change-feed.ts';
-export { CUSTOMER_SORTS, type CustomerQuery, type CustomerRepository, type CustomerSort } from './store/repository.ts';
+export type { CustomerQuery, CustomerRepository } from './store/repository.ts';
 export type { CustomerChange, CustomerRow, StoredCustomer } from './store/rows.ts';
 
 /** The customer subsystem on one connection: the store, the audience index kept current by the feed, and the feed. */

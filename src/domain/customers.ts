@@ -26,6 +26,10 @@ export interface CustomerRecord {
   status: CustomerStatus;
 }
 
+/** The orders of customers.list. */
+export const CUSTOMER_SORTS = ['name', 'totalAmountSpent', 'totalTransactions', 'lastActivityDate'] as const;
+export type CustomerSort = (typeof CUSTOMER_SORTS)[number];
+
 export const DAY_MS = 86_400_000;
 
 /** A stale active customer has been idle for more than this many days. */

@@ -20,6 +20,9 @@ export interface Operation<B = unknown, Q = unknown, P = unknown, U = AuthUser |
   /** Stable id in the machine description, such as `customers.list`. */
   operationId: string;
   summary: string;
+  /** More prose for the machine description, after the summary; who may call the operation is added there. */
+  description?: string;
+  /** Its group in the machine description: one of the tags the document declares (see `TAGS` in openapi.ts). */
   tag: string;
   body?: v.GenericSchema<unknown, B>;
   /** Describes the body in the machine description when `body` only checks its outline (rows validated one by one). */
@@ -30,6 +33,12 @@ export interface Operation<B = unknown, Q = unknown, P = unknown, U = AuthUser |
   response: v.GenericSchema;
   /** Set when the 200 answer is `text/event-stream`: the schema of one event's `data`. */
   events?: v.GenericSchema;
+  /** Set when the body is a file of this media type, which the handler reads from `ctx.req` itself. */
+  upload?: { mediaType: string; description: string };
+  /** Set when the 200 answer is a file of this media type, which the handler writes itself (returning STREAMED). */
+  download?: { mediaType: string; description: string };
+  /** Set when success is 202 Accepted, answered by returning `Accepted`: `response` is then the 202 body. */
+  accepted?: true;
   /** Failures this operation raises itself; validation, authentication, role, guard and internal failures are added. */
   problems?: readonly ErrorCode[];
   /** Set by `publicOperation`: callable without a token. */
@@ -40,6 +49,14 @@ export interface Operation<B = unknown, Q = unknown, P = unknown, U = AuthUser |
 
 /** Returned by a handler that wrote its own response, such as a server-sent event stream. */
 export const STREAMED = Symbol('streamed');
+
+/** Returned by a handler of an `accepted` operation: work that goes on, its state now, and where to follow it. */
+export class Accepted {
+  constructor(
+    readonly body: unknown,
+    readonly location: string,
+  ) {}
+}
 
 // `any` here lets one route table hold operations with different input types; each handler stays typed.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,13 +1,16 @@
 // Schemas of campaigns, their generation, edits, review moves, list query and trail.
 import * as v from 'valibot';
 import { CAMPAIGN_STATUSES, CHANNEL_LIMITS, CHANNELS, TONES, type Channel as ChannelName } from '../domain/campaigns.ts';
-import { Counter, MAX_COUNTER, Timestamp, TrimmedText } from './common.ts';
+import { Counter, MAX_COUNTER, nonBlankPattern, Timestamp, TrimmedText } from './common.ts';
 
 const oneOf = <T extends readonly string[]>(values: T) => v.picklist(values, `Must be one of ${values.join(', ')}.`);
 
 export const CampaignStatus = oneOf(CAMPAIGN_STATUSES);
 export const Channel = oneOf(CHANNELS);
 export const Tone = oneOf(TONES);
+
+/** Control characters copy and briefs may not hold: all but tab and line feed. */
+const COPY_CONTROLS = '\\u0000-\\u0008\\u000b-\\u001f\\u007f';
 
 /** A brief may run over several lines: line breaks and tabs are allowed, other control characters are not. */
 const Objective = v.pipe(
@@ -16,6 +19,8 @@ const Objective = v.pipe(
   v.minLength(10, 'Must be at least 10 characters long.'),
   v.maxLength(600, 'Must be at most 600 characters long.'),
   v.regex(/^[^\u0000-\u0008\u000b-\u001f\u007f]*$/, 'Must not contain control characters other than line breaks.'),
+  nonBlankPattern(COPY_CONTROLS),
+  v.description('What the campaign should achieve: trimmed, 10 to 600 characters, line breaks allowed.'),
 );
 
 export const GenerateRequest = v.object({
@@ -25,22 +30,37 @@ export const GenerateRequest = v.object({
   tone: Tone,
 });
 
+/** Returns the limits of one part of the copy in words, per channel: `sms 60, email 120, push 60`. */
+const limitsOf = (part: keyof (typeof CHANNEL_LIMITS)[ChannelName]) => CHANNELS.map((channel) => `${channel} ${CHANNEL_LIMITS[channel][part]}`).join(', ');
+
 /** A part of the copy on edit: trimmed, non-empty, within the longest limit of any channel (the campaign's own is checked after). */
-const EditedPart = (max: number) =>
+const EditedPart = (max: number, part: keyof (typeof CHANNEL_LIMITS)[ChannelName]) =>
   v.pipe(
     v.string('Must be a string.'),
     v.trim(),
     v.minLength(1, 'Must not be empty.'),
     v.maxLength(max, `Must be at most ${max} characters long.`),
     v.regex(/^[^\u0000-\u0008\u000b-\u001f\u007f]*$/, 'Must not contain control characters other than line breaks.'),
+    nonBlankPattern(COPY_CONTROLS),
+    v.description(
+      `Trimmed, not blank, line breaks allowed. At most this many characters for the campaign's channel: ${limitsOf(part)} ` +
+        `(maxLength is the longest of them; a longer one than the channel allows is 400 naming the field).`,
+    ),
   );
 
 /** The edit of a draft; every part optional. */
-export const CampaignChanges = v.object({
-  title: v.optional(EditedPart(CHANNEL_LIMITS.email.title)),
-  message: v.optional(EditedPart(CHANNEL_LIMITS.email.message)),
-  callToAction: v.optional(EditedPart(CHANNEL_LIMITS.email.callToAction)),
-});
+export const CampaignChanges = v.pipe(
+  v.object({
+    title: v.optional(EditedPart(CHANNEL_LIMITS.email.title, 'title')),
+    message: v.optional(EditedPart(CHANNEL_LIMITS.email.message, 'message')),
+    callToAction: v.optional(EditedPart(CHANNEL_LIMITS.email.callToAction, 'callToAction')),
+  }),
+  v.description(
+    `The parts of a draft to change, each checked against the limits of the campaign's channel (title / message / call to action): ` +
+      CHANNELS.map((channel) => `${channel} ${CHANNEL_LIMITS[channel].title} / ${CHANNEL_LIMITS[channel].message} / ${CHANNEL_LIMITS[channel].callToAction}`).join(', ') +
+      '.',
+  ),
+);
 
 /** The same parts checked against one channel's limits. */
 export function channelCopy(channel: ChannelName) {

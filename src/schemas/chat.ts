@@ -1,7 +1,7 @@
 // Schemas of chat threads, messages, their requests and the frames of a streamed reply.
 import * as v from 'valibot';
 import { MESSAGE_ROLES } from '../domain/chat.ts';
-import { Counter, MAX_COUNTER, Timestamp, TrimmedText } from './common.ts';
+import { Counter, MAX_COUNTER, nonBlankPattern, Timestamp, TrimmedText } from './common.ts';
 
 /** Longest message a user may send, after trimming. */
 export const MAX_MESSAGE_LENGTH = 8000;
@@ -18,6 +18,8 @@ export const MessageInput = v.object({
     v.minLength(1, 'Must not be empty.'),
     v.maxLength(MAX_MESSAGE_LENGTH, `Must be at most ${MAX_MESSAGE_LENGTH} characters long.`),
     v.regex(/^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]*$/, 'Must not contain control characters other than line breaks and tabs.'),
+    nonBlankPattern('\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f'),
+    v.description(`The question: trimmed, 1 to ${MAX_MESSAGE_LENGTH} characters, line breaks and tabs allowed.`),
   ),
 });
 
@@ -60,27 +62,36 @@ export const MessageList = v.array(Message);
 
 export const SendReply = v.object({ userMessage: Message, assistantMessage: Message });
 
+export const StreamStart = v.pipe(
+  v.object({ type: v.literal('start'), threadId: v.string(), userMessageId: v.string() }),
+  v.description('First: the user message is stored.'),
+);
+
+export const StreamDelta = v.pipe(
+  v.object({ type: v.literal('delta'), text: v.string() }),
+  v.description('A piece of the reply; the pieces joined are the reply.'),
+);
+
+export const StreamDone = v.pipe(
+  v.object({
+    type: v.literal('done'),
+    assistantMessage: Message,
+    truncated: v.optional(v.pipe(v.literal(true), v.description('Present only when the reply was cut at the token budget, as on the message.'))),
+  }),
+  v.description('Last on success: the stored assistant message.'),
+);
+
+export const StreamError = v.pipe(
+  v.object({
+    type: v.literal('error'),
+    code: v.picklist(['llm_unavailable', 'llm_error', 'not_found', 'internal_error']),
+    message: v.string(),
+  }),
+  v.description('Last on failure: no assistant message is stored. `not_found` when the thread was deleted meanwhile.'),
+);
+
 /** One `data:` frame of `chat.messages.stream`. */
-export const StreamEvent = v.variant('type', [
-  v.pipe(
-    v.object({ type: v.literal('start'), threadId: v.string(), userMessageId: v.string() }),
-    v.description('First: the user message is stored.'),
-  ),
-  v.pipe(v.object({ type: v.literal('delta'), text: v.string() }), v.description('A piece of the reply; the pieces joined are the reply.')),
-  v.pipe(
-    v.object({
-      type: v.literal('done'),
-      assistantMessage: Message,
-      truncated: v.optional(v.pipe(v.literal(true), v.description('Present only when the reply was cut at the token budget, as on the message.'))),
-    }),
-    v.description('Last on success: the stored assistant message.'),
-  ),
-  v.pipe(
-    v.object({
-      type: v.literal('error'),
-      code: v.picklist(['llm_unavailable', 'llm_error', 'not_found', 'internal_error']),
-      message: v.string(),
-    }),
-    v.description('Last on failure: no assistant message is stored. `not_found` when the thread was deleted meanwhile.'),
-  ),
-]);
+export const StreamEvent = v.pipe(
+  v.variant('type', [StreamStart, StreamDelta, StreamDone, StreamError]),
+  v.description('One `data:` line of the reply stream: `start`, then `delta` pieces, then `done` or a last `error`.'),
+);

@@ -18,6 +18,17 @@ export const Email = v.pipe(
   v.regex(EMAIL_INPUT_PATTERN, 'Must be a valid email address.'),
 );
 
+/**
+ * Returns the documented `pattern` of text the service trims and then requires non-blank: white space around it (trimmed
+ * away), then a visible character and, if more, any characters but `forbidden` (the body of a character class of
+ * control characters) up to a last visible one. It only describes: the checks of the schema decide.
+ */
+export function nonBlankPattern(forbidden = '') {
+  const visible = `[^\\s${forbidden}]`;
+  const inner = forbidden ? `[^${forbidden}]` : '[\\s\\S]';
+  return v.metadata<string, { pattern: string }>({ pattern: `^\\s*${visible}(?:${inner}*${visible})?\\s*$` });
+}
+
 /** A string trimmed of surrounding white space, limited to `min`..`max` characters, without control characters. */
 export function TrimmedText(min: number, max: number) {
   return v.pipe(
@@ -26,12 +37,13 @@ export function TrimmedText(min: number, max: number) {
     v.minLength(min, `Must be at least ${min} character${min === 1 ? '' : 's'} long.`),
     v.maxLength(max, `Must be at most ${max} characters long.`),
     v.regex(/^[^\u0000-\u001f\u007f]*$/, 'Must not contain control characters.'),
+    nonBlankPattern('\\u0000-\\u001f\\u007f'),
   );
 }
 
 export const Counter = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(MAX_COUNTER));
 
-export const Timestamp = v.pipe(v.string(), v.minLength(1), v.description('ISO 8601 UTC, as 2026-09-30T00:00:00.000Z'));
+export const Timestamp = v.pipe(v.string(), v.minLength(1), v.metadata({ format: 'date-time' }), v.description('ISO 8601 UTC, as 2026-09-30T00:00:00.000Z'));
 
 /** A path `{id}`: opaque, never validated beyond being present. */
 export const IdParams = v.object({ id: v.pipe(v.string(), v.minLength(1)) });

@@ -1,8 +1,7 @@
 // Schemas of customers, their list query, import envelope and aggregates.
 import * as v from 'valibot';
-import { CUSTOMER_SORTS } from '../customers/index.ts';
 import type { Clock } from '../domain/clock.ts';
-import { CUSTOMER_STATUSES, DAY_MS, parseIsoDate, toCents } from '../domain/customers.ts';
+import { CUSTOMER_SORTS, CUSTOMER_STATUSES, DAY_MS, parseIsoDate, toCents } from '../domain/customers.ts';
 import { Counter, Email, MAX_COUNTER, Timestamp, TrimmedText } from './common.ts';
 
 export const CustomerStatus = v.picklist(CUSTOMER_STATUSES, `Must be one of ${CUSTOMER_STATUSES.join(', ')}.`);
@@ -25,6 +24,13 @@ const Transactions = v.pipe(
   v.maxValue(MAX_COUNTER, `Must be at most ${MAX_COUNTER}.`),
 );
 
+/** How `lastActivityDate` is given: a calendar date, or a date-time with `Z` or an offset (as `parseIsoDate` reads it, trimmed). */
+const ISO_DATE_INPUT = String.raw`^\s*\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?\s*$`;
+
+const LAST_ACTIVITY =
+  'A calendar date (2026-09-30, taken as UTC midnight) or a date-time with Z or an offset (2026-09-30T14:00:00Z, ' +
+  '2025-12-01T09:30:00+01:00; seconds and their fraction optional). It must exist (2026-02-30 does not) and be at most one day ahead.';
+
 /** Fields of a customer on input; the output carries cents and epoch milliseconds. Built with the clock for the future check. */
 export function customerFields(clock: Clock) {
   return {
@@ -36,6 +42,8 @@ export function customerFields(clock: Clock) {
     lastActivityDate: v.pipe(
       v.string('Must be a string.'),
       v.check((text) => parseIsoDate(text) !== undefined, 'Must be a real ISO 8601 date such as 2026-09-30 or 2026-09-30T14:00:00Z.'),
+      v.metadata({ pattern: ISO_DATE_INPUT, examples: ['2026-09-30', '2026-09-30T14:00:00Z', '2025-12-01T09:30:00+01:00'] }),
+      v.description(LAST_ACTIVITY),
       v.transform((text) => parseIsoDate(text)!),
       v.check((ms) => ms <= clock().getTime() + DAY_MS, 'Must not be more than one day in the future.'),
     ),
@@ -58,7 +66,7 @@ export const Customer = v.strictObject({
   country: v.pipe(v.string(), v.minLength(2)),
   totalTransactions: Counter,
   totalAmountSpent: v.pipe(v.number(), v.minValue(0)),
-  lastActivityDate: Timestamp,
+  lastActivityDate: v.pipe(Timestamp, v.description('UTC, as 2026-09-30T00:00:00.000Z (a date given alone is its midnight).')),
   status: CustomerStatus,
 });
 
@@ -91,13 +99,31 @@ export const ImportRequest = v.object({
   ),
 });
 
+/** One import row as documented: the customer fields with their types only, all optional, other fields allowed. */
+const ImportRow = v.pipe(
+  v.looseObject({
+    name: v.optional(v.pipe(v.string(), v.description('1 to 200 characters once trimmed, no control characters.'))),
+    email: v.optional(v.pipe(v.string(), v.description('An email address; trimmed and lower-cased, unique among customers and the earlier rows.'))),
+    country: v.optional(v.pipe(v.string(), v.description('2 to 80 characters once trimmed, no control characters.'))),
+    totalTransactions: v.optional(v.pipe(v.number(), v.integer(), v.description('A whole number, 0 or more.'))),
+    totalAmountSpent: v.optional(v.pipe(v.number(), v.description('0 or more; rounded half-up to cents.'))),
+    lastActivityDate: v.optional(v.pipe(v.string(), v.description(LAST_ACTIVITY))),
+    status: v.optional(v.pipe(v.string(), v.description('active, inactive or churned.'))),
+  }),
+  v.metadata({ additionalProperties: true }),
+  v.description(
+    'A customer as for customers.create. Only the types are stated here, every field is optional and others are allowed: ' +
+      'the service checks each row itself and reports a bad one in failures rather than refusing the body.',
+  ),
+);
+
 /**
  * The import body as documented: rows described loosely, since a bad row is reported in `failures`, not refused,
  * and a client or gateway validating against the document must let such a body through.
  */
 export const ImportRequestDocumented = v.object({
   customers: v.pipe(
-    v.array(v.looseObject({})),
+    v.array(ImportRow),
     v.minLength(1),
     v.maxLength(1000),
     v.description(

@@ -1,14 +1,21 @@
 // Schemas of segment conditions, segments and their requests.
 import * as v from 'valibot';
 import { NUMERIC_FIELDS, NUMERIC_OPERATORS } from '../domain/segments.ts';
-import { Counter, Timestamp, TrimmedText } from './common.ts';
+import { Counter, nonBlankPattern, Timestamp, TrimmedText } from './common.ts';
 
 const FIELDS = ['country', ...NUMERIC_FIELDS];
 
 export const CountryCondition = v.object({
   field: v.literal('country'),
   operator: v.literal('eq', 'country takes the operator eq.'),
-  value: v.pipe(v.string('Must be a country name.'), v.trim(), v.minLength(1, 'Must not be empty.'), v.maxLength(80, 'Must be at most 80 characters.')),
+  value: v.pipe(
+    v.string('Must be a country name.'),
+    v.trim(),
+    v.minLength(1, 'Must not be empty.'),
+    v.maxLength(80, 'Must be at most 80 characters.'),
+    nonBlankPattern(),
+    v.description('A country name, compared trimmed and ignoring case.'),
+  ),
 });
 
 export const NumericCondition = v.object({

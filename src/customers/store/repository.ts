@@ -10,7 +10,7 @@ import { createCustomerSearch } from './search.ts';
 import { createCustomerWrites } from './writes.ts';
 import type { Db } from '../../db/database.ts';
 
-export { CUSTOMER_SORTS, type CustomerQuery, type CustomerSort } from './search.ts';
+export type { CustomerQuery } from './search.ts';
 
 export type CustomerRepository = ReturnType<typeof createCustomerRepository>;
 

@@ -1,13 +1,11 @@
 // SQL for listing customers: search (trigram index or LIKE), status and country filters, sort and pagination, and
 // the choice of plan per page. Reads only; knows no HTTP.
-import { countryKey, type Customer, type CustomerStatus } from '../../domain/customers.ts';
+import { countryKey, type Customer, type CustomerSort, type CustomerStatus } from '../../domain/customers.ts';
 import type { CustomerChangeFeed } from '../change-feed.ts';
 import { toCustomer, type CustomerRow } from './rows.ts';
 import type { CustomerStats } from './stats.ts';
 import type { Db } from '../../db/database.ts';
 
-export const CUSTOMER_SORTS = ['name', 'totalAmountSpent', 'totalTransactions', 'lastActivityDate'] as const;
-export type CustomerSort = (typeof CUSTOMER_SORTS)[number];
 
 export interface CustomerQuery {
   /** Trimmed; empty means no search. */
