@@ -13,6 +13,7 @@ import { createUserRepository } from './db/users.ts';
 import { createAccessTokens } from './domain/access-tokens.ts';
 import type { AuthUser, Role } from './domain/auth-user.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
+import { PRODUCTION_PASSWORD_COST, type PasswordCost } from './domain/passwords.ts';
 import { SlidingWindowLimiter } from './domain/rate-limiter.ts';
 import { compose } from './http/chain.ts';
 import type { Context } from './http/context.ts';
@@ -47,6 +48,8 @@ export interface AppDeps {
   /** Randomness of retry jitter, in [0, 1). */
   random?: () => number;
   logger?: Logger;
+  /** The scrypt cost of new password hashes and of the dummy hash; the production cost unless a test lowers it. */
+  passwordCost?: PasswordCost;
 }
 
 const ANYONE = 'public';
@@ -59,7 +62,7 @@ const CONSOLE_DIR = fileURLToPath(new URL('./console/', import.meta.url));
 const API_PREFIXES = ['/v1', '/health'];
 
 /** Returns the request listener and the route table of the service. */
-export function createApp({ db, config, clock = systemClock, fetch, sleep, random, logger = createLogger(config.logLevel) }: AppDeps) {
+export function createApp({ db, config, clock = systemClock, fetch, sleep, random, logger = createLogger(config.logLevel), passwordCost = PRODUCTION_PASSWORD_COST }: AppDeps) {
   const users = createUserRepository(db);
   const accessTokens = createAccessTokens(config.tokenSecret, config.accessTokenTtlSeconds);
   const signInFailures = new SlidingWindowLimiter({ limit: config.signInMaxFailures, windowMs: config.signInWindowSeconds * 1000 });
@@ -70,8 +73,8 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     clock,
     'Too many failed sign-ins',
   );
-  const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(db), accessTokens, config, clock });
-  const people = userOperations({ users, clock });
+  const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(db), accessTokens, config, clock, passwordCost });
+  const people = userOperations({ users, clock, passwordCost });
   const { store: customerRepository, audience, feed: customerChanges } = openCustomers(db, { warm: true });
   const customers = customerOperations({ customers: customerRepository, clock });
   const segmentRepository = createSegmentRepository(db);

@@ -3,16 +3,27 @@ import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { ConfigError, type Config } from './config.ts';
 import type { UserRepository } from './db/users.ts';
-import { hashPassword } from './domain/passwords.ts';
+import { hashPassword, PRODUCTION_PASSWORD_COST, type PasswordCost } from './domain/passwords.ts';
 import { Email, TrimmedText } from './schemas/common.ts';
 import { Password } from './schemas/users.ts';
 
+/** The first admin, checked and with its password hashed, ready to be stored in no time. */
+export interface FirstAdmin {
+  /** Stores the admin unless a user exists by now; returns the line to announce, or `undefined` when none was made. */
+  create(now: Date): string | undefined;
+}
+
 /**
- * Creates the first admin when there are no users: from ADMIN_EMAIL / ADMIN_PASSWORD / ADMIN_NAME, else
- * admin@example.com with a random password, printed once through `announce`. Throws `ConfigError` for bad values.
+ * Returns the first admin to create when there are no users (else `undefined`): from ADMIN_EMAIL / ADMIN_PASSWORD /
+ * ADMIN_NAME, else admin@example.com with a random password that its announcement shows once. The slow part, hashing,
+ * is done here, so `create` can run the moment the service is about to answer. Throws `ConfigError` for bad values.
  */
-export async function ensureFirstAdmin(users: UserRepository, admin: Config['admin'], now: Date, announce: (text: string) => void): Promise<void> {
-  if (users.countUsers() > 0) return;
+export async function prepareFirstAdmin(
+  users: UserRepository,
+  admin: Config['admin'],
+  passwordCost: PasswordCost = PRODUCTION_PASSWORD_COST,
+): Promise<FirstAdmin | undefined> {
+  if (users.countUsers() > 0) return undefined;
   const check = <T>(variable: string, schema: v.GenericSchema<unknown, T>, value: unknown): T => {
     const result = v.safeParse(schema, value);
     if (!result.success) throw new ConfigError(variable, result.issues[0].message);
@@ -22,10 +33,30 @@ export async function ensureFirstAdmin(users: UserRepository, admin: Config['adm
   const fullName = check('ADMIN_NAME', TrimmedText(1, 120), admin.name ?? 'Administrator');
   const generated = admin.password === undefined;
   const password = check('ADMIN_PASSWORD', Password, admin.password ?? randomBytes(12).toString('base64url'));
-  users.insertUser({ email, fullName, role: 'admin', passwordHash: await hashPassword(password) }, now);
-  announce(
-    generated
-      ? `Created the first admin user. Sign in as ${email} with password ${password} (shown only this once).\n`
-      : `Created the first admin user ${email} from ADMIN_EMAIL / ADMIN_PASSWORD.\n`,
-  );
+  const passwordHash = await hashPassword(password, passwordCost);
+  return {
+    create(now) {
+      // `npm run user -- create` may have made a user while the password was hashed.
+      if (users.countUsers() > 0) return undefined;
+      users.insertUser({ email, fullName, role: 'admin', passwordHash }, now);
+      return generated
+        ? `Created the first admin user. Sign in as ${email} with password ${password} (shown only this once).\n`
+        : `Created the first admin user ${email} from ADMIN_EMAIL / ADMIN_PASSWORD.\n`;
+    },
+  };
+}
+
+/**
+ * Creates the first admin when there are no users (see `prepareFirstAdmin`) and announces it once through
+ * `announce`. Throws `ConfigError` for bad values.
+ */
+export async function ensureFirstAdmin(
+  users: UserRepository,
+  admin: Config['admin'],
+  now: Date,
+  announce: (text: string) => void,
+  passwordCost: PasswordCost = PRODUCTION_PASSWORD_COST,
+): Promise<void> {
+  const announcement = (await prepareFirstAdmin(users, admin, passwordCost))?.create(now);
+  if (announcement) announce(announcement);
 }

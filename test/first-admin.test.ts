@@ -8,6 +8,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { createUserRepository } from '../src/db/users.ts';
 import { verifyPassword } from '../src/domain/passwords.ts';
 import { ensureFirstAdmin } from '../src/first-admin.ts';
+import { TEST_PASSWORD_COST } from './helpers.ts';
 
 const NO_ADMIN = { email: undefined, password: undefined, name: undefined };
 
@@ -42,6 +43,7 @@ test('first start without ADMIN_* creates admin@example.com with a generated pas
     assert.ok(password.length >= 8);
     const stored = users.findCredentials('admin@example.com');
     assert.ok(stored);
+    assert.ok(stored.passwordHash.startsWith('scrypt$32768$8$3$'), `not hashed at the production cost: ${stored.passwordHash}`);
     assert.equal(await verifyPassword(password, stored.passwordHash), true, 'the announced password does not match');
   } finally {
     db.close();
@@ -53,7 +55,8 @@ test('first start with ADMIN_EMAIL / ADMIN_PASSWORD / ADMIN_NAME creates that ad
   try {
     const announced: string[] = [];
     const password = 'chosen admin password';
-    await ensureFirstAdmin(users, { email: ' Boss@Example.COM ', password, name: 'The Boss' }, new Date(), (text) => announced.push(text));
+    const announce = (text: string) => announced.push(text);
+    await ensureFirstAdmin(users, { email: ' Boss@Example.COM ', password, name: 'The Boss' }, new Date(), announce, TEST_PASSWORD_COST);
 
     const all = users.listUsers();
     assert.equal(all.length, 1);

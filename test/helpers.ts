@@ -5,17 +5,30 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as v from 'valibot';
 import { createApp } from '../src/app.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import { openDatabase, type Db } from '../src/db/database.ts';
 import { createUserRepository, type User } from '../src/db/users.ts';
 import type { Role } from '../src/domain/auth-user.ts';
-import { hashPassword } from '../src/domain/passwords.ts';
+import { hashPassword, PRODUCTION_PASSWORD_COST, type PasswordCost } from '../src/domain/passwords.ts';
 import { createLogger } from '../src/http/logger.ts';
+import type { Route } from '../src/http/operation.ts';
+import { Router } from '../src/http/router.ts';
 import type { Sleep } from '../src/llm/sleep.ts';
 
 export const PASSWORD = 'correct horse battery';
-let passwordHash: Promise<string> | undefined;
+/** A cheap scrypt cost for tests (about 1 ms a hash); production hashes at `PRODUCTION_PASSWORD_COST`. */
+export const TEST_PASSWORD_COST: PasswordCost = { N: 2 ** 10, r: 8, p: 1 };
+const passwordHashes = new Map<string, Promise<string>>();
+
+/** Returns the hash of PASSWORD at the cost, made once per test file. */
+function passwordHashAt(cost: PasswordCost): Promise<string> {
+  const key = `${cost.N}/${cost.r}/${cost.p}`;
+  const hash = passwordHashes.get(key) ?? hashPassword(PASSWORD, cost);
+  passwordHashes.set(key, hash);
+  return hash;
+}
 
 /** A clock tests move by hand; starts at a fixed instant. */
 export class TestClock {
@@ -73,6 +86,8 @@ export interface StartOptions {
   random?: () => number;
   /** An existing database file to open, as after a restart; the caller owns it and removes it. */
   databasePath?: string;
+  /** The cost of new password hashes: TEST_PASSWORD_COST unless given; 'app default' leaves createApp's own default. */
+  passwordCost?: PasswordCost | 'app default';
 }
 
 /** Starts the service on a free port with a fresh database (or `databasePath`); `env` adds configuration variables. */
@@ -108,7 +123,19 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
       };
       logWaiters.add(waiter);
     });
-  const app = createApp({ db, config, clock: clock.now, logger, fetch: options.fetch, sleep: options.sleep, random: options.random });
+  const passwordCost = options.passwordCost ?? TEST_PASSWORD_COST;
+  const app = createApp({
+    db,
+    config,
+    clock: clock.now,
+    logger,
+    fetch: options.fetch,
+    sleep: options.sleep,
+    random: options.random,
+    ...(passwordCost === 'app default' ? {} : { passwordCost }),
+  });
+  const routes = new Router<Route>();
+  for (const r of app.routes) routes.add(r.method, r.path, r);
   const server: Server = createServer(app.listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -130,12 +157,15 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
     } catch {
       parsed = undefined;
     }
+    if (response.status === 200 && /^application\/json\b/.test(response.headers.get('content-type') ?? '')) {
+      assertResponseSchema(routes, method, new URL(url + path).pathname, parsed);
+    }
     return { status: response.status, headers: response.headers, body: parsed as T, text };
   };
 
   const createUser = async (role: Role, email = `user${++userCounter}.${role}@example.com`) => {
-    passwordHash ??= hashPassword(PASSWORD);
-    return users.insertUser({ email, fullName: `Test ${role}`, role, passwordHash: await passwordHash }, clock.now());
+    const passwordHash = await passwordHashAt(passwordCost === 'app default' ? PRODUCTION_PASSWORD_COST : passwordCost);
+    return users.insertUser({ email, fullName: `Test ${role}`, role, passwordHash }, clock.now());
   };
 
   const signIn = async (email: string, password = PASSWORD) => {
@@ -165,6 +195,31 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
       if (dir) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Asserts that a 200 JSON body fits the `response` schema of the operation that answered it: every field it requires
+ * is there with its type, and no field is sent that the schema does not describe (which `v.object` would only strip).
+ */
+function assertResponseSchema(routes: Router<Route>, method: string, path: string, body: unknown): void {
+  const found = routes.lookup(method.toUpperCase(), path);
+  if (found.kind !== 'found') return; // a file of the console, not an operation
+  const { operation } = found.match.route;
+  const result = v.safeParse(operation.response, body);
+  const issues = result.success
+    ? undescribedKeys(body, result.output).map((at) => `  at ${at}: a field the schema does not describe`)
+    : result.issues.map((issue) => `  at ${v.getDotPath(issue) ?? '(the body)'}: ${issue.message}`);
+  if (issues.length === 0) return;
+  assert.fail(`${method} ${path}: the 200 body does not fit the response schema of ${operation.operationId}:\n${issues.join('\n')}`);
+}
+
+/** Returns the paths of the keys of `sent` that parsing dropped from `parsed`. */
+function undescribedKeys(sent: unknown, parsed: unknown, at = ''): string[] {
+  if (typeof sent !== 'object' || sent === null || typeof parsed !== 'object' || parsed === null) return [];
+  return Object.entries(sent).flatMap(([key, value]) => {
+    const path = at ? `${at}.${key}` : key;
+    return key in parsed ? undescribedKeys(value, (parsed as Record<string, unknown>)[key], path) : [path];
+  });
 }
 
 /** Asserts a problem document: status, code, content type, version header, trace id, and the named fields in order. */

@@ -1,18 +1,19 @@
 // Password hashing with scrypt; parameters travel inside each hash so they can be raised later.
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
-interface ScryptParams {
+/** The scrypt cost of new hashes: N (a power of two), block size r and parallelism p. */
+export interface PasswordCost {
   N: number;
   r: number;
   p: number;
 }
 
-/** Current cost: 32 MiB of memory and three lanes, about 0.2 s of one core per hash. */
-const CURRENT: ScryptParams = { N: 2 ** 15, r: 8, p: 3 };
+/** The production cost: 32 MiB of memory and three lanes, about 0.2 s of one core per hash. */
+export const PRODUCTION_PASSWORD_COST: PasswordCost = { N: 2 ** 15, r: 8, p: 3 };
 const KEY_LENGTH = 64;
 const SALT_LENGTH = 16;
 
-function derive(password: string, salt: Buffer, params: ScryptParams): Promise<Buffer> {
+function derive(password: string, salt: Buffer, params: PasswordCost): Promise<Buffer> {
   const maxmem = 256 * params.N * params.r + 16 * 1024 * 1024;
   return new Promise((resolve, reject) => {
     scrypt(password.normalize('NFC'), salt, KEY_LENGTH, { ...params, maxmem }, (error, key) =>
@@ -21,20 +22,22 @@ function derive(password: string, salt: Buffer, params: ScryptParams): Promise<B
   });
 }
 
-function format(params: ScryptParams, salt: Buffer, key: Buffer): string {
+function format(params: PasswordCost, salt: Buffer, key: Buffer): string {
   return ['scrypt', params.N, params.r, params.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
-/** Returns a new `scrypt$N$r$p$salt$key` hash of the password. */
-export async function hashPassword(password: string): Promise<string> {
+/** Returns a new `scrypt$N$r$p$salt$key` hash of the password, at the production cost unless told otherwise. */
+export async function hashPassword(password: string, cost: PasswordCost = PRODUCTION_PASSWORD_COST): Promise<string> {
   const salt = randomBytes(SALT_LENGTH);
-  return format(CURRENT, salt, await derive(password, salt, CURRENT));
+  return format(cost, salt, await derive(password, salt, cost));
 }
 
-/** A well-formed hash no password matches: verifying against it costs what a real check costs. */
-export const DUMMY_PASSWORD_HASH = format(CURRENT, randomBytes(SALT_LENGTH), Buffer.alloc(KEY_LENGTH));
+/** Returns a well-formed hash no password matches: verifying against it costs what checking a real hash of `cost` costs. */
+export function dummyPasswordHash(cost: PasswordCost = PRODUCTION_PASSWORD_COST): string {
+  return format(cost, randomBytes(SALT_LENGTH), Buffer.alloc(KEY_LENGTH));
+}
 
-/** Returns whether the password matches the stored hash; a malformed hash never matches. */
+/** Returns whether the password matches the stored hash, at the cost stored in it; a malformed hash never matches. */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const [scheme, n, r, p, salt, key] = stored.split('$');
   const params = { N: Number(n), r: Number(r), p: Number(p) };

@@ -5,7 +5,7 @@ import type { User, UserRepository } from '../db/users.ts';
 import type { AccessTokens } from '../domain/access-tokens.ts';
 import type { Clock } from '../domain/clock.ts';
 import { AppError } from '../domain/errors.ts';
-import { DUMMY_PASSWORD_HASH, verifyPassword } from '../domain/passwords.ts';
+import { dummyPasswordHash, verifyPassword, type PasswordCost } from '../domain/passwords.ts';
 import { operation, publicOperation } from '../http/operation.ts';
 import { NullBody } from '../schemas/common.ts';
 import { RefreshTokenRequest, Session, SignInRequest } from '../schemas/users.ts';
@@ -16,10 +16,13 @@ export interface AuthDeps {
   accessTokens: AccessTokens;
   config: Pick<Config, 'accessTokenTtlSeconds' | 'refreshTokenTtlSeconds'>;
   clock: Clock;
+  /** The cost of new hashes, which the dummy hash for unknown emails matches. */
+  passwordCost: PasswordCost;
 }
 
 /** Returns the three authentication operations. */
-export function authOperations({ users, refreshTokens, accessTokens, config, clock }: AuthDeps) {
+export function authOperations({ users, refreshTokens, accessTokens, config, clock, passwordCost }: AuthDeps) {
+  const dummyHash = dummyPasswordHash(passwordCost);
   const session = (user: User, refreshToken: string, now: Date) => ({
     accessToken: accessTokens.issue(user, now),
     refreshToken,
@@ -37,7 +40,7 @@ export function authOperations({ users, refreshTokens, accessTokens, config, clo
     async handle({ body }) {
       const found = users.findCredentials(body.email);
       // Unknown emails are checked against a dummy hash so both cases take the same time.
-      const matches = await verifyPassword(body.password, found?.passwordHash ?? DUMMY_PASSWORD_HASH);
+      const matches = await verifyPassword(body.password, found?.passwordHash ?? dummyHash);
       if (!found || !matches || !found.user.isActive) {
         throw new AppError('invalid_credentials', 'The email or password is incorrect.');
       }

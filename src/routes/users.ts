@@ -2,13 +2,13 @@
 import type { UserRepository } from '../db/users.ts';
 import type { Clock } from '../domain/clock.ts';
 import { AppError } from '../domain/errors.ts';
-import { hashPassword } from '../domain/passwords.ts';
+import { hashPassword, type PasswordCost } from '../domain/passwords.ts';
 import { operation } from '../http/operation.ts';
 import { IdParams } from '../schemas/common.ts';
 import { NewUserRequest, User, UserChangesRequest, UserList } from '../schemas/users.ts';
 
-/** Returns `me` and the user-management operations. */
-export function userOperations({ users, clock }: { users: UserRepository; clock: Clock }) {
+/** Returns `me` and the user-management operations; new passwords are hashed at `passwordCost`. */
+export function userOperations({ users, clock, passwordCost }: { users: UserRepository; clock: Clock; passwordCost: PasswordCost }) {
   const me = operation({
     operationId: 'users.me',
     summary: 'The signed-in user.',
@@ -37,7 +37,7 @@ export function userOperations({ users, clock }: { users: UserRepository; clock:
     response: User,
     problems: ['conflict'],
     async handle({ body }) {
-      const passwordHash = await hashPassword(body.password);
+      const passwordHash = await hashPassword(body.password, passwordCost);
       return users.insertUser({ email: body.email, fullName: body.fullName, role: body.role, passwordHash }, clock());
     },
   });
@@ -52,7 +52,7 @@ export function userOperations({ users, clock }: { users: UserRepository; clock:
     problems: ['not_found', 'conflict'],
     async handle({ params, body }) {
       if (!users.findUser(params.id)) throw new AppError('not_found', `No user with id ${params.id}.`);
-      const passwordHash = body.password === undefined ? undefined : await hashPassword(body.password);
+      const passwordHash = body.password === undefined ? undefined : await hashPassword(body.password, passwordCost);
       return users.updateUser(params.id, { fullName: body.fullName, role: body.role, isActive: body.isActive, passwordHash }, clock());
     },
   });
