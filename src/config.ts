@@ -37,6 +37,10 @@ export interface Config {
   };
   corsOrigins: string[];
   logLevel: LogLevel;
+  /** The largest CSV file an import job takes, in bytes. */
+  importMaxBytes: number;
+  /** SQLite page caches, MiB: the service's connection (reads), and the import writer's (large writes). */
+  cacheMiB: { service: number; imports: number };
   /** Failed sign-ins allowed per client address and email within the window. */
   signInMaxFailures: number;
   signInWindowSeconds: number;
@@ -55,6 +59,8 @@ export interface Config {
   /** Limits on slow clients: a request's headers, and the whole request with its body, must arrive within these. */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
+  /** Scheduled backups: none without `dir`; one at start-up, then every `everyHours`, the newest `keep` kept. */
+  backup: { dir: string | undefined; everyHours: number; keep: number };
 }
 
 /** A configuration value that stops the process; the message names the variable. */
@@ -87,6 +93,15 @@ export function loadConfig(env: Env): Config {
     if (!allowed.includes(raw as T)) throw new ConfigError(name, `expected one of ${allowed.join(', ')}, got "${raw}"`);
     return raw as T;
   };
+  const hours = (name: string, fallback: number, min: number, max: number) => {
+    const raw = text(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!/^\d+(?:\.\d+)?$/.test(raw) || value < min || value > max) {
+      throw new ConfigError(name, `expected a number of hours from ${min} to ${max} (decimals allowed), got "${raw}"`);
+    }
+    return value;
+  };
   const url = (name: string) => {
     const raw = text(name);
     if (raw !== undefined && !/^https?:\/\/[^\s]+$/.test(raw)) throw new ConfigError(name, `expected an http(s) URL, got "${raw}"`);
@@ -108,6 +123,8 @@ export function loadConfig(env: Env): Config {
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
   // node:http refuses a headers limit longer than the request limit; say so by name rather than with its stack.
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  const backupDir = text('BACKUP_DIR');
+  if (backupDir !== undefined && databasePath === ':memory:') throw new ConfigError('BACKUP_DIR', 'an in-memory database (DATABASE_PATH=:memory:) cannot be backed up');
 
   return {
     port: integer('PORT', 3000, 0, 65535),
@@ -130,6 +147,8 @@ export function loadConfig(env: Env): Config {
     },
     corsOrigins,
     logLevel: oneOf<LogLevel>('LOG_LEVEL', LOG_LEVELS, 'info'),
+    importMaxBytes: integer('IMPORT_MAX_BYTES', 500 * 1024 * 1024, 1024, 64 * 1024 ** 3),
+    cacheMiB: { service: integer('DB_CACHE_MIB', 64, 2, 65_536), imports: integer('IMPORT_CACHE_MIB', 64, 2, 65_536) },
     signInMaxFailures: integer('SIGN_IN_MAX_FAILURES', 8, 1, 1000),
     signInWindowSeconds: integer('SIGN_IN_WINDOW_SECONDS', 900, 1, 86_400),
     modelCallsPerMinute: integer('MODEL_CALLS_PER_MINUTE', 30, 1, 100_000),
@@ -142,6 +161,8 @@ export function loadConfig(env: Env): Config {
     admin: { email: text('ADMIN_EMAIL'), password: env.ADMIN_PASSWORD, name: text('ADMIN_NAME') },
     headersTimeoutMs,
     requestTimeoutMs,
+    // The shortest interval, 0.0001 hours (0.36 s), is there for tests; the longest is a year.
+    backup: { dir: backupDir, everyHours: hours('BACKUP_EVERY_HOURS', 24, 0.0001, 8760), keep: integer('BACKUP_KEEP', 7, 1, 10_000) },
   };
 }
 

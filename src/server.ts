@@ -2,12 +2,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApp } from './app.ts';
+import { startBackupSchedule } from './backup/index.ts';
 import { ConfigError, type Config } from './config.ts';
 import { repairInterruptedBulkLoad } from './customers/index.ts';
 import { openDatabase, type Db } from './db/database.ts';
 import { createUserRepository } from './db/users.ts';
 import { systemClock } from './domain/clock.ts';
-import { ensureFirstAdmin } from './first-admin.ts';
+import { prepareFirstAdmin } from './first-admin.ts';
 import { createLogger } from './http/logger.ts';
 
 export interface RunningService {
@@ -42,33 +43,48 @@ function closeIdleOnlyAfterReading(server: Server): void {
   });
 }
 
-/** Listens, or throws `ConfigError` naming PORT when the address is taken. */
-function listen(server: Server, config: Config): Promise<void> {
+/**
+ * Listens and runs `onListening` before any connection is served (node:http emits 'listening' on the next tick, and
+ * accepts connections only once the event loop turns), or throws `ConfigError` naming PORT when the address is taken.
+ */
+function listen(server: Server, config: Config, onListening: () => void): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'EADDRINUSE') reject(new ConfigError('PORT', `port ${config.port} on ${config.host} is already in use; set PORT to a free port`));
       else if (error.code === 'EADDRNOTAVAIL') reject(new ConfigError('HOST', `${config.host} is not an address of this machine`));
       else reject(error);
     });
-    server.listen(config.port, config.host, resolve);
+    server.listen(config.port, config.host, () => {
+      try {
+        onListening();
+        resolve();
+      } catch (error) {
+        reject(error);
+      }
+    });
   });
 }
 
 /**
- * Opens the database, listens, then creates the first admin if needed; returns the running service. The first
- * admin is made only once the port is ours, so a failed start never prints a password for a service that is not there.
+ * Opens the database, listens, and starts the backup schedule when BACKUP_DIR is set; returns the running service.
+ * The first admin is checked and hashed before listening, then stored the moment the port is ours, before any request
+ * is served: from the first 200 of /health it can sign in, and a failed start never prints a password for a service
+ * that is not there.
  */
 export async function startService(config: Config): Promise<RunningService> {
   const logger = createLogger(config.logLevel);
-  const db = openDatabase(config.databasePath);
+  const db = openDatabase(config.databasePath, { cacheMiB: config.cacheMiB.service });
   // A seed killed part-way left rows that the search index and the aggregates do not count yet.
   repairInterruptedBulkLoad(db);
   const app = createApp({ db, config, logger });
   const server = createServer(serverTimeouts(config), app.listener);
   closeIdleOnlyAfterReading(server);
   try {
-    await listen(server, config);
-    await ensureFirstAdmin(createUserRepository(db), config.admin, systemClock(), (text) => process.stderr.write(text));
+    const firstAdmin = await prepareFirstAdmin(createUserRepository(db), config.admin);
+    await listen(server, config, () => {
+      const announcement = firstAdmin?.create(systemClock());
+      if (announcement) process.stderr.write(announcement);
+    });
   } catch (error) {
     server.close();
     db.close();
@@ -86,7 +102,11 @@ export async function startService(config: Config): Promise<RunningService> {
     ...(provider === 'local' || !baseUrl ? {} : { llmBaseUrl: baseUrl.replace(/\/\/[^/@]*@/, '//') }),
   });
 
+  const { dir: backupDir, everyHours, keep } = config.backup;
+  const backups = backupDir === undefined ? undefined : startBackupSchedule({ databasePath: config.databasePath, dir: backupDir, everyHours, keep, logger });
+
   const stop = async (graceMs = 10_000) => {
+    const backupsStopped = backups?.stop(); // a backup under way is abandoned while requests finish
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const timer = setTimeout(() => {
@@ -95,6 +115,7 @@ export async function startService(config: Config): Promise<RunningService> {
     }, graceMs);
     await closed;
     clearTimeout(timer);
+    await backupsStopped;
     db.close();
     logger.info('stopped');
   };

@@ -32,6 +32,9 @@ function raw(service: TestService, method: string, path: string, headers: Record
 
 const onDisk = (path: string) => readFileSync(new URL(`../src/console${path}`, import.meta.url));
 
+/** What a browser sends when it navigates to a page (Chromium's and Firefox's default). */
+const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
+
 describe('console files', () => {
   let service: TestService;
   before(async () => {
@@ -65,7 +68,7 @@ describe('console files', () => {
 
   test('every file carries the security headers: a strict CSP, nosniff, a referrer policy, no framing', async () => {
     for (const path of ['/', '/app.css', '/js/main.js', '/customers']) {
-      const reply = await raw(service, 'GET', path);
+      const reply = await raw(service, 'GET', path, { accept: BROWSER_ACCEPT });
       const csp = String(reply.headers['content-security-policy']);
       assert.match(csp, /(^|; )default-src 'none'(;|$)/, path);
       assert.match(csp, /(^|; )script-src 'self'(;|$)/, path);
@@ -156,13 +159,51 @@ describe('console files', () => {
     assert.equal(head.headers.etag, get.headers.etag);
   });
 
-  test("the console's own routes are index.html, so a reload or a shared link opens that screen", async () => {
+  test("the console's own routes are index.html for a browser, so a reload or a shared link opens that screen", async () => {
     const index = onDisk('/index.html');
     for (const path of ['/customers', '/segments/new', '/campaigns/0b1c2d', '/assistant/abc-123', '/users/']) {
-      const reply = await raw(service, 'GET', path);
+      const reply = await raw(service, 'GET', path, { accept: BROWSER_ACCEPT });
       assert.equal(reply.status, 200, path);
       assert.equal(reply.headers['content-type'], 'text/html; charset=utf-8', path);
+      assert.equal(reply.headers.vary, 'Accept-Encoding, Accept', path);
       assert.deepEqual(reply.body, index, path);
+    }
+    const plain = await raw(service, 'GET', '/customers', { accept: 'text/html' });
+    assert.equal(plain.status, 200);
+    assert.deepEqual(plain.body, index);
+  });
+
+  test('an unknown path outside /v1 is a 404 problem document unless Accept names text/html', async () => {
+    for (const path of ['/v2/customers', '/customers', '/api/users/1']) {
+      const browser = await raw(service, 'GET', path, { accept: BROWSER_ACCEPT });
+      assert.equal(browser.status, 200, path);
+      assert.equal(browser.headers['content-type'], 'text/html; charset=utf-8', path);
+      const accepts: Record<string, string | undefined> = {
+        'application/json': 'application/json',
+        '*/*': '*/*',
+        'no Accept header': undefined,
+        'text/html refused with q=0': 'text/html;q=0, */*',
+        'application/problem+json': 'application/problem+json',
+      };
+      for (const [what, accept] of Object.entries(accepts)) {
+        const reply = await service.request('GET', path, accept === undefined ? {} : { headers: { accept } });
+        assert.equal(reply.status, 404, `${path} with ${what}`);
+        assertProblem(reply, 404, 'not_found');
+      }
+    }
+    // HEAD follows GET.
+    assert.equal((await raw(service, 'HEAD', '/v2/customers', { accept: 'application/json' })).status, 404);
+    assert.equal((await raw(service, 'HEAD', '/v2/customers', { accept: BROWSER_ACCEPT })).status, 200);
+  });
+
+  test('real files are served whatever Accept says', async () => {
+    for (const path of ['/', '/index.html', '/app.css', '/js/main.js', '/favicon.svg']) {
+      for (const accept of [undefined, '*/*', 'application/json']) {
+        const reply = await raw(service, 'GET', path, accept === undefined ? {} : { accept });
+        assert.equal(reply.status, 200, `${path} with ${accept}`);
+        assert.deepEqual(reply.body, onDisk(path === '/' ? '/index.html' : path), `${path} with ${accept}`);
+        assert.equal(reply.headers.vary, 'Accept-Encoding', path);
+      }
     }
   });
 

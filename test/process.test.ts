@@ -86,6 +86,50 @@ test('SIGTERM lets a request in flight finish, then the process exits 0 and stop
   await assert.rejects(fetch(`${service.url}/health`));
 });
 
+test('from the first moment /health answers 200 the first admin signs in; before it, connections are refused or 503', async () => {
+  const { port, release } = await occupyPort();
+  await release(); // free again, and known before the process starts, so /health can be asked from its first moment
+  const child = launch({ DATABASE_PATH: join(dir, 'ready.db'), PORT: String(port), ADMIN_EMAIL: 'ready@example.com', ADMIN_PASSWORD: 'ready-admin-password' });
+  let err = '';
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  child.stdout.resume();
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  let running = true;
+  void exited.then(() => (running = false));
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    const deadline = performance.now() + 30_000;
+    let refused = 0;
+    for (;;) {
+      assert.ok(running, `the process exited before /health answered 200: ${err}`);
+      assert.ok(performance.now() < deadline, 'no 200 from /health within 30 s');
+      let health: Response;
+      try {
+        health = await fetch(`${url}/health`);
+      } catch (error) {
+        assert.equal((error as { cause?: { code?: string } }).cause?.code, 'ECONNREFUSED', String(error));
+        refused++;
+        continue;
+      }
+      await health.arrayBuffer();
+      if (health.status === 200) break;
+      assert.equal(health.status, 503, 'before it is ready the service answers nothing but 503');
+      assert.match(health.headers.get('retry-after') ?? '', /^\d+$/);
+    }
+    assert.ok(refused > 0, 'the poll began before the service listened');
+    const signIn = await fetch(`${url}/v1/auth/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'ready@example.com', password: 'ready-admin-password' }),
+    });
+    assert.equal(signIn.status, 200, await signIn.clone().text());
+    assert.equal(((await signIn.json()) as { user: { role: string } }).user.role, 'admin');
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+});
+
 /** Holds a port on 127.0.0.1 until released. */
 async function occupyPort(): Promise<{ port: number; release: () => Promise<void> }> {
   const { createServer } = await import('node:net');

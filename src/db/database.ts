@@ -30,12 +30,12 @@ function addColumn(db: Db, table: string, column: string, definition: string): v
 const SCHEMA_SQL = readFileSync(new URL('../../schema.sql', import.meta.url), 'utf8');
 
 /** Returns an open database at `path` (its folder is created), upgraded to the current schema. */
-export function openDatabase(path: string): Db {
+export function openDatabase(path: string, { cacheMiB = 64 } = {}): Db {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   // Readers never block the writer and the writer never blocks readers; the CLI can write while the server runs.
   db.pragma('journal_mode = WAL');
-  configure(db, SERVICE_CACHE_KIB);
+  configure(db, cacheMiB * 1024);
   try {
     migrate(db);
   } catch (error) {
@@ -61,9 +61,6 @@ export function openReadConnection(db: Db): Db {
   if (db.memory) throw new Error('An in-memory database has no second connection.');
   return new Database(db.name, { readonly: true, fileMustExist: true });
 }
-
-/** 64 MiB of page cache for the service's connection: the pages of the default list sorts stay in memory. */
-const SERVICE_CACHE_KIB = 65_536;
 
 function configure(db: Db, cacheKiB: number): void {
   // With WAL, NORMAL loses no committed data on a process crash and fsyncs far less often.

@@ -103,19 +103,36 @@ function readFolder(root: string): ConsoleFiles {
 const CLIENT_ROUTE = /^(?:\/[A-Za-z0-9_-]+)+\/?$/;
 
 /**
+ * Returns whether an `Accept` header names `text/html` with a weight above zero, as a browser's navigation does
+ * (`text/html,application/xhtml+xml,...`). A wildcard alone does not count: API clients and curl send one.
+ */
+export function acceptsHtml(header: string | undefined): boolean {
+  if (!header) return false;
+  return header.split(',').some((part) => {
+    const [type = '', ...params] = part.split(';').map((piece) => piece.trim().toLowerCase());
+    const q = params.map((p) => /^q=([0-9.]+)$/.exec(p)?.[1]).find((value) => value !== undefined);
+    return type === 'text/html' && (q === undefined || Number(q) > 0);
+  });
+}
+
+/**
  * Returns middleware answering GET and HEAD of the console: a file by its exact path, or `index.html` for a path
- * of the console's own router (the page then shows that screen). Paths under `apiPrefixes` and everything else
- * go on to the router, which answers an unknown path with a 404 problem document.
+ * of the console's own router (the page then shows that screen) when the request's `Accept` names `text/html`.
+ * Paths under `apiPrefixes` and everything else go on to the router, which answers an unknown path with a 404
+ * problem document: an API client asking for `/v2/customers` never gets a web page.
  */
 export function consoleFiles(files: ConsoleFiles, apiPrefixes: readonly string[]): Middleware<Context> {
   const isApi = (path: string) => apiPrefixes.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
   return async (ctx, next) => {
     if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || isApi(ctx.path)) return next();
     // The exact path as sent: an encoded dot or slash never matches a name, so it cannot climb out of the folder.
-    const file = files.get(ctx.path) ?? (CLIENT_ROUTE.test(ctx.path) ? files.get('/index.html') : undefined);
+    const exact = files.get(ctx.path);
+    const file = exact ?? (CLIENT_ROUTE.test(ctx.path) && acceptsHtml(ctx.req.headers.accept) ? files.get('/index.html') : undefined);
     if (!file) return next();
     ctx.req.resume();
     ctx.reply = replyFor(file, ctx.req.headers);
+    // The page for a client route depends on Accept too: a cache must not hand it to an API client.
+    if (!exact) ctx.reply.headers.vary = 'Accept-Encoding, Accept';
   };
 }
 
