@@ -202,3 +202,33 @@ CREATE TABLE IF NOT EXISTS chat_messages (
 
 -- chat.messages.list oldest first, the last turns for a prompt, and the cascade on thread delete.
 CREATE INDEX IF NOT EXISTS chat_messages_by_thread ON chat_messages (thread_id, seq);
+
+-- CSV import jobs (customers.imports.*), run one at a time in arrival order on the import writer thread. The counts
+-- move in the same transaction as the rows they count, so after a crash they say exactly what was committed.
+CREATE TABLE IF NOT EXISTS import_jobs (
+  seq             INTEGER PRIMARY KEY AUTOINCREMENT, -- arrival order
+  id              TEXT NOT NULL UNIQUE,
+  status          TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'interrupted')),
+  file_name       TEXT,
+  columns         TEXT NOT NULL,                     -- JSON: the file's column index of each field, from its header row
+  ignored_columns TEXT NOT NULL,                     -- JSON array of the header names no field took
+  bytes_read      INTEGER NOT NULL DEFAULT 0,
+  rows_read       INTEGER NOT NULL DEFAULT 0,
+  imported        INTEGER NOT NULL DEFAULT 0,
+  skipped         INTEGER NOT NULL DEFAULT 0,
+  created_by      TEXT NOT NULL,                     -- the user id; kept when the user is deleted
+  started_at      INTEGER NOT NULL,
+  finished_at     INTEGER
+) STRICT;
+
+-- customers.imports.list newest first; the restart finds the jobs still running.
+CREATE INDEX IF NOT EXISTS import_jobs_by_status ON import_jobs (status);
+
+-- Every skipped row of a job, for failures.csv in line order.
+CREATE TABLE IF NOT EXISTS import_failures (
+  job_seq INTEGER NOT NULL REFERENCES import_jobs (seq) ON DELETE CASCADE,
+  line    INTEGER NOT NULL,                          -- the row's line in the file; the header is line 1
+  email   TEXT,
+  reason  TEXT NOT NULL,
+  PRIMARY KEY (job_seq, line)
+) STRICT, WITHOUT ROWID;

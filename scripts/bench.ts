@@ -14,6 +14,8 @@ import { hashPassword } from '../src/domain/passwords.ts';
 import { compileConditions, type Condition } from '../src/domain/segments.ts';
 import { benchCampaigns } from './bench-campaigns.ts';
 import { benchChat } from './bench-chat.ts';
+import { csvJobLoad, type JobLoad } from './bench-imports.ts';
+import { writeCustomersCsv } from './csv-file.ts';
 import { load as loadFor, log, percentile, rssMb, startProcess as start, waitFor, type LoadOptions } from './bench-support.ts';
 import { seedDatabase } from './seed.ts';
 import { syntheticCustomers } from './synthetic-customers.ts';
@@ -310,10 +312,39 @@ async function main(): Promise<void> {
       `p99 ${Math.round(imports.kpisP99Ms)} ms over ${imports.kpisSamples} requests`,
   );
 
+  // CSV import jobs of a million rows: into this base of a million, then into an empty base.
+  log(`Writing two CSV files of ${CUSTOMERS.toLocaleString('en')} rows...`);
+  const intoFull = 'data/bench-import-full.csv';
+  const intoEmpty = 'data/bench-import-empty.csv';
+  await writeCustomersCsv(intoFull, CUSTOMERS, { seed: 8, firstSerial: 60_000_000 });
+  await writeCustomersCsv(intoEmpty, CUSTOMERS, { seed: 9, firstSerial: 1 });
+  log('CSV import jobs:');
+  const jobIntoFull = await csvJobLoad(api(''), token, intoFull, CUSTOMERS, '1');
+
   const peakRss = rssMb(service.pid!, 'VmHWM');
   service.kill('SIGTERM');
   floor.kill('SIGTERM');
   await new Promise((resolve) => service.once('exit', resolve));
+
+  const EMPTY = 'data/bench-empty.db';
+  for (const suffix of ['', '-wal', '-shm', '.secret']) rmSync(EMPTY + suffix, { force: true });
+  const emptyDb = openDatabase(EMPTY);
+  createUserRepository(emptyDb).insertUser({ email: EMAIL, fullName: 'Bench', role: 'admin', passwordHash: await hashPassword(PASSWORD) }, new Date());
+  emptyDb.close();
+  const emptyService = start(['--import', 'tsx', 'src/main.ts'], { ...serviceEnv, DATABASE_PATH: EMPTY }, 'data/bench-service-empty.log');
+  await waitFor(`http://127.0.0.1:${PORT}/health`);
+  const emptyToken = ((await (await fetch(api('/v1/auth/sign-in'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: EMAIL, password: PASSWORD }) })).json()) as { accessToken: string }).accessToken;
+  const edited = await fetch(api('/v1/customers'), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${emptyToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Edited during the job', email: 'edited@bench.example.com', country: 'Germany', totalTransactions: 1, totalAmountSpent: 1, lastActivityDate: '2026-01-01', status: 'active' }),
+  });
+  const editId = ((await edited.json()) as { id: string }).id;
+  const jobIntoEmpty = await csvJobLoad(api(''), emptyToken, intoEmpty, CUSTOMERS, editId);
+  const emptyPeakRss = rssMb(emptyService.pid!, 'VmHWM');
+  emptyService.kill('SIGTERM');
+  await new Promise((resolve) => emptyService.once('exit', resolve));
+  for (const file of [intoFull, intoEmpty]) rmSync(file, { force: true });
 
   // Campaigns (100,000 of them) and chat streams, on the same database.
   const campaigns = await benchCampaigns({ database: RUN, duration: DURATION });
@@ -331,8 +362,10 @@ async function main(): Promise<void> {
     seedRowsPerSecond,
     importRowsPerSecond,
     import: imports,
+    csvJobs: { intoFullBase: jobIntoFull, intoEmptyBase: jobIntoEmpty },
     startupMs,
-    peakRssMb: peakRss,
+    peakRssMb: Math.max(peakRss, emptyPeakRss),
+    peakRssMbByService: { fullBase: peakRss, emptyBase: emptyPeakRss },
     campaigns,
     chat,
   };
@@ -340,6 +373,9 @@ async function main(): Promise<void> {
   writeFileSync(OUT, `${JSON.stringify(report, null, 2)}\n`);
 
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  const jobLine = (where: string, job: JobLoad) =>
+    `CSV import job of ${job.rows.toLocaleString('en')} rows ${where}: ${Math.round(job.rowsPerSecond).toLocaleString('en')} rows/s upload to completed; ` +
+    `other requests meanwhile waited at most ${Math.round(job.othersWorstMs)} ms (p99 ${Math.round(job.othersP99Ms)} ms).`;
   const table = [
     `Benchmark on ${report.machine.cpus} cores (${report.machine.cpuModel}), Node ${report.machine.node}, ${base.toLocaleString('en')} customers`,
     '',
@@ -355,7 +391,9 @@ async function main(): Promise<void> {
     `Import through HTTP in 1000-row requests from ${clients} clients: ${Math.round(importRowsPerSecond).toLocaleString('en')} rows/s ` +
       `(slowest request ${Math.round(imports.worstImportMs)} ms); GET /v1/customers/kpis meanwhile waited at most ${Math.round(imports.kpisWorstMs)} ms ` +
       `(p99 ${Math.round(imports.kpisP99Ms)} ms). Seed of ${base.toLocaleString('en')} customers into an empty database: ${seedRowsPerSecond.toLocaleString('en')} rows/s.`,
-    `Start-up to /health: ${Math.round(startupMs)} ms. Peak RSS of the service: ${Math.round(peakRss)} MB. Audience index load: ${Math.round(audienceLoadMs)} ms.`,
+    jobLine('into a base of a million', jobIntoFull),
+    jobLine('into an empty base', jobIntoEmpty),
+    `Start-up to /health: ${Math.round(startupMs)} ms. Peak RSS of the service: ${Math.round(peakRss)} MB on the full base, ${Math.round(emptyPeakRss)} MB on the empty one. Audience index load: ${Math.round(audienceLoadMs)} ms.`,
     '',
     line(['Campaigns (50 connections)', 'req/s', 'p50 ms', 'p99 ms', 'of floor']),
     line(['-', '-', '-', '-', '-']),

@@ -1,12 +1,14 @@
 // The service: its middleware order and its route table, with the role each route needs.
 import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
 import { createCampaignRepository } from './db/campaigns.ts';
 import { createChatRepository } from './db/chat.ts';
 import { createIdempotencyKeyRepository } from './db/idempotency-keys.ts';
-import { openCustomers } from './customers/index.ts';
+import { openCustomers, openImportJobs } from './customers/index.ts';
 import { createRefreshTokenRepository } from './db/refresh-tokens.ts';
 import { createSegmentRepository } from './db/segments.ts';
 import { createUserRepository } from './db/users.ts';
@@ -61,6 +63,11 @@ const CONSOLE_DIR = fileURLToPath(new URL('./console/', import.meta.url));
 /** Paths that belong to the API: the console never answers them, even for a file of the same name. */
 const API_PREFIXES = ['/v1', '/health'];
 
+/** Where CSV uploads wait for their import job: beside the database file (a temporary folder for an in-memory one). */
+function importFolder(databasePath: string): string {
+  return databasePath === ':memory:' ? join(tmpdir(), `campaigns-imports-${randomUUID()}`) : `${databasePath}.imports`;
+}
+
 /** Returns the request listener and the route table of the service. */
 export function createApp({ db, config, clock = systemClock, fetch, sleep, random, logger = createLogger(config.logLevel), passwordCost = PRODUCTION_PASSWORD_COST }: AppDeps) {
   const users = createUserRepository(db);
@@ -75,8 +82,14 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   );
   const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(db), accessTokens, config, clock, passwordCost });
   const people = userOperations({ users, clock, passwordCost });
-  const { store: customerRepository, audience, feed: customerChanges } = openCustomers(db, { warm: true });
-  const customers = customerOperations({ customers: customerRepository, clock });
+  const { store: customerRepository, audience, feed: customerChanges } = openCustomers(db, { warm: true, importCacheMiB: config.cacheMiB.imports });
+  const importJobs = openImportJobs(db, customerRepository, {
+    folder: importFolder(config.databasePath),
+    maxBytes: config.importMaxBytes,
+    clock,
+    onEnd: ({ id, status, rowsRead, imported, skipped }) => logger.info('import job ended', { jobId: id, status, rowsRead, imported, skipped }),
+  });
+  const customers = customerOperations({ customers: customerRepository, jobs: importJobs, clock });
   const segmentRepository = createSegmentRepository(db);
   const segments = segmentOperations({ segments: segmentRepository, audience, clock });
   const model = createLanguageModel(config.llm, { logger, fetch, sleep, random, now: clock });
@@ -118,6 +131,10 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('GET', '/v1/customers/health', SIGNED_IN, customers.health),
     route('GET', '/v1/customers/top', SIGNED_IN, customers.top),
     route('POST', '/v1/customers/import', SIGNED_IN, customers.importMany),
+    route('POST', '/v1/customers/imports', SIGNED_IN, customers.importFile),
+    route('GET', '/v1/customers/imports', SIGNED_IN, customers.listImports),
+    route('GET', '/v1/customers/imports/{id}', SIGNED_IN, customers.getImport),
+    route('GET', '/v1/customers/imports/{id}/failures.csv', SIGNED_IN, customers.importFailures),
     route('GET', '/v1/customers/{id}', SIGNED_IN, customers.get),
     route('PATCH', '/v1/customers/{id}', SIGNED_IN, customers.update),
     route('DELETE', '/v1/customers/{id}', LEAD_OR_ADMIN, customers.remove),

@@ -59,9 +59,9 @@ test('a thinking model whose budget is too small: reasons, cut at length, LLM_MA
   assert.match(output, /Generation would NOT work with these settings\./);
 });
 
-test('a server silent for more than half of LLM_TIMEOUT_MS between pieces: a longer LLM_TIMEOUT_MS is suggested', { timeout: 30_000 }, async (t) => {
-  const slow = (transcript: string): FakeReply => ({ transcript, intervalMs: 700 });
-  const { code, output } = await check(t, [slow('openrouter/stream-comments.http'), { transcript: 'openai/stream-json.http' }], { LLM_TIMEOUT_MS: '1200' });
+test('a server silent for more than half of LLM_TIMEOUT_MS before it answers: a longer LLM_TIMEOUT_MS is suggested', { timeout: 30_000 }, async (t) => {
+  const slow: FakeReply = { transcript: 'openrouter/stream-comments.http', delayMs: 700 };
+  const { code, output } = await check(t, [slow, { transcript: 'openai/stream-json.http' }], { LLM_TIMEOUT_MS: '1200' });
   assert.equal(code, 0, output);
   assert.match(output, /LLM_TIMEOUT_MS=\d+ {2}\(the server fell silent for [\d,]+ ms; the default is 1200\)/);
 });

@@ -16,7 +16,9 @@ export type CustomerChangeListener = (changes: CustomerChange[], generation: num
 export class CustomerChangeFeed {
   private readonly listeners = new Set<CustomerChangeListener>();
   private readonly readGeneration: () => number;
-  private elsewhere: { count: number; settled: Promise<void>; settle: () => void } | undefined;
+  /** Writes sent to another connection and not yet reported as published (or failed). */
+  private elsewhere = 0;
+  private waiters: (() => void)[] = [];
 
   constructor(db: Db) {
     this.readGeneration = generationReader(db);
@@ -31,6 +33,7 @@ export class CustomerChangeFeed {
   /** Tells every subscriber of a committed write; called by the store right after the commit, in commit order. */
   publish(changes: CustomerChange[], generation: number): void {
     for (const listener of this.listeners) listener(changes, generation);
+    this.wake();
   }
 
   /** Returns the committed customers generation as the database holds it now, whoever wrote last. */
@@ -43,25 +46,29 @@ export class CustomerChangeFeed {
    * published (or has failed). Idempotent.
    */
   beginWriteElsewhere(): () => void {
-    if (!this.elsewhere) {
-      let settle!: () => void;
-      const settled = new Promise<void>((resolve) => (settle = resolve));
-      this.elsewhere = { count: 0, settled, settle };
-    }
-    const state = this.elsewhere;
-    state.count++;
+    this.elsewhere++;
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      if (--state.count > 0) return;
-      if (this.elsewhere === state) this.elsewhere = undefined;
-      state.settle();
+      this.elsewhere--;
+      this.wake();
     };
   }
 
-  /** Returns a promise of the moment no write sent elsewhere is unpublished, or undefined when none is. */
-  writesElsewhereSettled(): Promise<void> | undefined {
-    return this.elsewhere?.settled;
+  /** Whether a write sent to another connection (an import, a CSV job) may still commit and be published. */
+  writingElsewhere(): boolean {
+    return this.elsewhere > 0;
+  }
+
+  /** Resolves at the next publish, or when a write sent elsewhere ends: the moment to look again. */
+  nextChange(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
   }
 }

@@ -8,10 +8,15 @@
 import type { Db } from '../db/database.ts';
 import { AudienceIndex } from './audience/audience-index.ts';
 import { CustomerChangeFeed } from './change-feed.ts';
+import { createImportJobs, type ImportJobs, type ImportJobsOptions } from './imports/jobs.ts';
 import { createCustomerRepository, type CustomerRepository } from './store/repository.ts';
 
 export { bulkInsertCustomers } from './bulk/bulk-load.ts';
 export { repairInterruptedBulkLoad } from './bulk/recovery.ts';
+export { duplicateReason, rowChecker, toRecord } from './imports/row-check.ts';
+export { CSV_FIELDS } from './imports/csv-columns.ts';
+export { IMPORT_JOB_STATUSES, type ImportJob, type SkippedRow } from './imports/job-store.ts';
+export type { ImportJobs, Upload } from './imports/jobs.ts';
 export type { AudienceIndex } from './audience/audience-index.ts';
 export type { CustomerChangeFeed, CustomerChangeListener } from './change-feed.ts';
 export type { CustomerQuery, CustomerRepository } from './store/repository.ts';
@@ -25,13 +30,21 @@ export interface Customers {
 }
 
 /**
- * Returns the customer subsystem on `db`. The audience index starts loading in the background when `warm` is set
- * (the service), else on its first count.
+ * Returns the CSV import jobs of the service, running on the store's import writer. Only the service opens them:
+ * opening marks the jobs a stopped process left running as `interrupted` and empties `folder`.
  */
-export function openCustomers(db: Db, { warm = false } = {}): Customers {
+export function openImportJobs(db: Db, store: CustomerRepository, options: ImportJobsOptions): ImportJobs {
+  return createImportJobs(db, store.runImportJob, options);
+}
+
+/**
+ * Returns the customer subsystem on `db`. The audience index starts loading in the background when `warm` is set
+ * (the service), else on its first count; `importCacheMiB` is the import writer's page cache.
+ */
+export function openCustomers(db: Db, { warm = false, importCacheMiB = 64 } = {}): Customers {
   const feed = new CustomerChangeFeed(db);
   const audience = new AudienceIndex(db, feed);
-  const store = createCustomerRepository(db, feed);
+  const store = createCustomerRepository(db, feed, { importCacheMiB });
   if (warm) audience.warm();
   return { store, audience, feed };
 }

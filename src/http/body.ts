@@ -36,6 +36,17 @@ export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES)
   }
 }
 
+/**
+ * Throws `unsupported_media_type` unless the Content-Type names `mediaType` (parameters such as a charset may
+ * follow); the body is discarded unread, so the client can read the answer.
+ */
+export function checkMediaType(req: IncomingMessage, mediaType: string): void {
+  const declared = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (declared === mediaType) return;
+  req.resume();
+  throw new AppError('unsupported_media_type', `This endpoint takes a ${mediaType} body, sent with Content-Type: ${mediaType}.`);
+}
+
 function tooLarge(req: IncomingMessage, limit: number): AppError {
   req.resume(); // discard the rest so the client can read the answer; the connection closes after it
   return new AppError('payload_too_large', `Request bodies are limited to ${limit} bytes.`);

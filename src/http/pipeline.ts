@@ -3,10 +3,10 @@ import type { AuthUser } from '../domain/auth-user.ts';
 import type { AccessTokens } from '../domain/access-tokens.ts';
 import type { Clock } from '../domain/clock.ts';
 import { AppError } from '../domain/errors.ts';
-import { readJsonBody } from './body.ts';
+import { checkMediaType, readJsonBody } from './body.ts';
 import { compose, type Middleware } from './chain.ts';
 import type { Context } from './context.ts';
-import { STREAMED, type Route } from './operation.ts';
+import { Accepted, STREAMED, type Route } from './operation.ts';
 import type { Router } from './router.ts';
 import { parseBody, parseInput, queryObject } from './validate.ts';
 
@@ -65,6 +65,8 @@ export function validate(): Middleware<Context> {
     if (op.body) {
       rawBody = await readJsonBody(ctx.req);
       body = parseBody(op.body, rawBody);
+    } else if (op.upload) {
+      checkMediaType(ctx.req, op.upload.mediaType); // the handler reads the body
     } else {
       ctx.req.resume();
     }
@@ -78,7 +80,9 @@ export function invoke(): Middleware<Context> {
   const call: Middleware<Context> = async (ctx) => {
     const { body, query, params } = ctx.input!;
     const result = await ctx.route!.operation.handle({ body, query, params, user: ctx.user, ctx });
-    ctx.reply = result === STREAMED ? undefined : { status: 200, headers: {}, body: result ?? null };
+    if (result === STREAMED) ctx.reply = undefined;
+    else if (result instanceof Accepted) ctx.reply = { status: 202, headers: { location: result.location }, body: result.body };
+    else ctx.reply = { status: 200, headers: {}, body: result ?? null };
   };
   return async (ctx) => compose([...ctx.route!.guards.map((g) => g.middleware), call])(ctx);
 }

@@ -1,11 +1,11 @@
 // customers.* operations: list, create, get, update, delete, import, and the live aggregates.
-import * as v from 'valibot';
-import type { CustomerRepository } from '../customers/index.ts';
+import { duplicateReason, rowChecker, toRecord, type CustomerRepository, type ImportJobs } from '../customers/index.ts';
 import type { Clock } from '../domain/clock.ts';
 import { activityTrend, customerHealth, customerKpis, topCustomers } from '../domain/customer-summary.ts';
 import type { CustomerRecord } from '../domain/customers.ts';
 import { AppError, type FieldError } from '../domain/errors.ts';
-import { operation } from '../http/operation.ts';
+import { sendCsv } from '../http/csv-download.ts';
+import { Accepted, operation, STREAMED } from '../http/operation.ts';
 import { IdParams, NullBody } from '../schemas/common.ts';
 import {
   Customer,
@@ -23,22 +23,12 @@ import {
   Trend,
   TrendQuery,
 } from '../schemas/customers.ts';
-
-type CustomerOutput = v.InferOutput<ReturnType<typeof CustomerInput>>;
-
-/** Maps validated input (cents, epoch ms) to the stored field names. */
-function toRecord(input: Partial<CustomerOutput>): Partial<CustomerRecord> {
-  const { totalAmountSpent, lastActivityDate, ...rest } = input;
-  const record: Partial<CustomerRecord> = { ...rest };
-  if (totalAmountSpent !== undefined) record.amountCents = totalAmountSpent;
-  if (lastActivityDate !== undefined) record.lastActivityAt = lastActivityDate;
-  return record;
-}
+import { FailuresCsv, ImportJob, ImportJobListQuery, ImportJobPage, ImportUploadQuery } from '../schemas/imports.ts';
 
 /** Returns the customers operations. */
-export function customerOperations({ customers, clock }: { customers: CustomerRepository; clock: Clock }) {
+export function customerOperations({ customers, jobs, clock }: { customers: CustomerRepository; jobs: ImportJobs; clock: Clock }) {
   const input = CustomerInput(clock);
-  const duplicate = (email: string) => `A customer with the email ${email} already exists.`;
+  const checkRow = rowChecker(clock);
 
   const list = operation({
     operationId: 'customers.list',
@@ -60,7 +50,7 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
     problems: ['conflict'],
     handle({ body }) {
       const [id] = customers.insertCustomers([toRecord(body) as CustomerRecord], clock());
-      if (!id) throw new AppError('conflict', duplicate(body.email));
+      if (!id) throw new AppError('conflict', duplicateReason(body.email));
       return customers.findCustomer(id);
     },
   });
@@ -117,29 +107,15 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
       const failures: Failure[] = [];
       const valid: { row: number; record: CustomerRecord }[] = [];
       body.customers.forEach((raw, index) => {
-        const result = v.safeParse(input, raw, { abortPipeEarly: true });
-        if (result.success) {
-          valid.push({ row: index + 1, record: toRecord(result.output) as CustomerRecord });
-          return;
-        }
-        const errors: FieldError[] = [];
-        for (const issue of result.issues) {
-          const field = v.getDotPath(issue) || 'row';
-          if (!errors.some((e) => e.field === field)) errors.push({ field, message: issue.message });
-        }
-        const email = (raw as { email?: unknown } | null)?.email;
-        failures.push({
-          row: index + 1,
-          email: typeof email === 'string' ? email.trim().toLowerCase() : null,
-          reason: `Invalid ${errors.map((e) => e.field).join(', ')}.`,
-          errors,
-        });
+        const checked = checkRow(raw);
+        if (checked.ok) valid.push({ row: index + 1, record: checked.record });
+        else failures.push({ row: index + 1, email: checked.email, reason: checked.reason, errors: checked.errors });
       });
       const ids = await customers.importCustomers(valid.map((r) => r.record), clock());
       ids.forEach((id, i) => {
         if (id) return;
         const { row, record } = valid[i]!;
-        const reason = duplicate(record.email);
+        const reason = duplicateReason(record.email);
         failures.push({ row, email: record.email, reason, errors: [{ field: 'email', message: reason }] });
       });
       failures.sort((a, b) => a.row - b.row);
@@ -189,5 +165,76 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
     },
   });
 
-  return { list, create, get, update, remove, importMany, kpis, trend, health, top };
+  const importFile = operation({
+    operationId: 'customers.imports.create',
+    summary: 'Import a CSV file of any size as a job: answered 202 with the job once the file is on disk; follow it at Location.',
+    tag: 'customers',
+    upload: {
+      mediaType: 'text/csv',
+      description:
+        'UTF-8, an optional byte order mark, RFC 4180 quoting, and a header row. Columns are matched to fields by name without case ' +
+        '(aliases: name / full name / full_name, total_amount_spent / total_spent / amount, total_transactions / transactions / orders, ' +
+        'last_activity_date / last_activity); an email column is required, other columns are ignored and listed. Rows follow customers.import.',
+    },
+    query: ImportUploadQuery,
+    accepted: true,
+    response: ImportJob,
+    problems: ['payload_too_large', 'unsupported_media_type'],
+    async handle({ query, user, ctx }) {
+      const declared = Number(ctx.req.headers['content-length']);
+      try {
+        const job = await jobs.accept(ctx.req.iterator({ destroyOnReturn: false }), {
+          fileName: query.fileName,
+          declaredBytes: Number.isFinite(declared) ? declared : undefined,
+          createdBy: user.id,
+        });
+        return new Accepted(job, `/v1/customers/imports/${job.id}`);
+      } catch (error) {
+        ctx.req.resume(); // the rest of a refused file is discarded, so the client reads the answer
+        throw error;
+      }
+    },
+  });
+
+  const listImports = operation({
+    operationId: 'customers.imports.list',
+    summary: 'CSV import jobs, newest first, in pages.',
+    tag: 'customers',
+    query: ImportJobListQuery,
+    response: ImportJobPage,
+    handle({ query }) {
+      return { ...jobs.listJobs(query.page, query.limit), page: query.page, limit: query.limit };
+    },
+  });
+
+  const getImport = operation({
+    operationId: 'customers.imports.get',
+    summary: 'One CSV import job, with its progress.',
+    tag: 'customers',
+    params: IdParams,
+    response: ImportJob,
+    problems: ['not_found'],
+    handle({ params }) {
+      return jobs.getJob(params.id);
+    },
+  });
+
+  const importFailures = operation({
+    operationId: 'customers.imports.failures',
+    summary: 'The rows a CSV import job skipped, as CSV: line, email, reason, in line order.',
+    tag: 'customers',
+    params: IdParams,
+    response: FailuresCsv,
+    download: { mediaType: 'text/csv', description: '`line,email,reason`, one row per skipped row; the header of the file is line 1.' },
+    problems: ['not_found'],
+    async handle({ params, ctx }) {
+      const rows = jobs.skippedRows(params.id);
+      await sendCsv(ctx, `import-${params.id}-failures.csv`, ['line', 'email', 'reason'], (function* () {
+        for (const row of rows) yield [row.line, row.email, row.reason];
+      })());
+      return STREAMED;
+    },
+  });
+
+  return { list, create, get, update, remove, importMany, importFile, listImports, getImport, importFailures, kpis, trend, health, top };
 }

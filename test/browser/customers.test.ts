@@ -86,7 +86,7 @@ describe('console: customers, import, segments, session', () => {
     await screenshots(page, 'customers');
   });
 
-  test('a CSV with quoted fields and one bad row: good rows imported, the bad one reported with its reason', async () => {
+  test('a CSV with quoted fields and one bad row, imported as a job: good rows stored, the bad one in failures.csv with its line', async () => {
     await page.goto('/customers');
     await page.getByRole('button', { name: 'Import CSV' }).click();
     const csv = [
@@ -97,11 +97,15 @@ describe('console: customers, import, segments, session', () => {
     ].join('\r\n');
     await page.getByLabel('CSV file').setInputFiles({ name: 'customers.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
     await page.getByRole('button', { name: 'Import', exact: true }).click();
-    await page.getByText('Imported 2 customers. 1 row was rejected.').waitFor();
-    assert.equal(await page.locator('progress').getAttribute('value'), '3');
-    const rejected = page.getByRole('table', { name: /Rejected rows/ }).locator('tbody tr');
-    assert.equal(await rejected.count(), 1);
-    assert.deepEqual(await rejected.locator('td').allInnerTexts(), ['2', 'not-an-email', 'Invalid email.\nemail: Must be a valid email address.']);
+    await page.getByText('Done. Imported 2 customers. 1 row was skipped.').waitFor();
+    assert.equal(await page.locator('progress').getAttribute('value'), String(Buffer.byteLength(csv)));
+    const download = page.waitForEvent('download');
+    await page.getByRole('button', { name: 'Download skipped rows (failures.csv)' }).click();
+    const file = await download;
+    assert.equal(file.suggestedFilename(), 'customers-failures.csv');
+    const chunks: Buffer[] = [];
+    for await (const chunk of (await file.createReadStream())!) chunks.push(chunk as Buffer);
+    assert.equal(Buffer.concat(chunks).toString('utf8'), 'line,email,reason\r\n3,not-an-email,Invalid email.\r\n');
     await screenshots(page, 'customers-import');
     await page.getByRole('button', { name: 'Done' }).click();
 
@@ -199,10 +203,10 @@ describe('console: customers, import, segments, session', () => {
     await page.getByText('No customers match').waitFor();
   });
 
-  test('a large file goes in batches of at most 1000 rows, with the progress bar following', async () => {
-    const sizes: number[] = [];
+  test('a large file goes up as it is, in one request, and the dialog follows the job to its end', async () => {
+    const uploads: string[] = [];
     page.on('request', (request) => {
-      if (request.url().endsWith('/v1/customers/import')) sizes.push((request.postDataJSON() as { customers: unknown[] }).customers.length);
+      if (request.method() === 'POST' && /\/v1\/customers\/import/.test(request.url())) uploads.push(`${request.url()} ${request.headers()['content-type']}`);
     });
     const lines = ['name,email,country,totalTransactions,totalAmountSpent,lastActivityDate,status'];
     for (let i = 0; i < 2100; i++) lines.push(`Bulk ${i},bulk${i}@example.com,Portugal,${i % 9},${i % 300}.5,2026-10-01,active`);
@@ -210,9 +214,10 @@ describe('console: customers, import, segments, session', () => {
     await page.getByRole('button', { name: 'Import CSV' }).click();
     await page.getByLabel('CSV file').setInputFiles({ name: 'bulk.csv', mimeType: 'text/csv', buffer: Buffer.from(lines.join('\n')) });
     await page.getByRole('button', { name: 'Import', exact: true }).click();
-    await page.getByText('Imported 2,100 customers. No rows were rejected.').waitFor();
-    assert.deepEqual(sizes, [1000, 1000, 100]);
-    assert.equal(await page.locator('progress').getAttribute('value'), '2100');
+    await page.getByText('Done. Imported 2,100 customers. No rows were skipped.').waitFor();
+    assert.equal(uploads.length, 1);
+    assert.match(uploads[0]!, /\/v1\/customers\/imports\?fileName=bulk\.csv text\/csv$/);
+    assert.equal(await page.locator('progress').getAttribute('value'), String(Buffer.byteLength(lines.join('\n'))));
     await page.getByRole('button', { name: 'Done' }).click();
     await page.getByText(/of 2,142 customers$/).waitFor(); // 40 + 2 imported earlier + 2,100
     assertNoPageProblems(harness);

@@ -38,6 +38,7 @@ export function useAuth(provider) {
 /**
  * @typedef {object} RequestOptions
  * @property {unknown} [body] sent as JSON
+ * @property {Blob} [file] sent as it is, with its own type
  * @property {Record<string, string | number | undefined>} [query] empty values are left out
  * @property {Record<string, string>} [headers]
  * @property {AbortSignal} [signal]
@@ -89,6 +90,7 @@ async function attempt(method, path, options, token) {
   const headers = { accept: 'application/json', ...options.headers };
   if (token) headers.authorization = `Bearer ${token}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
+  if (options.file) headers['content-type'] = options.file.type || 'application/octet-stream';
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(options.query ?? {})) {
     if (value !== undefined && value !== '') query.set(name, String(value));
@@ -98,7 +100,7 @@ async function attempt(method, path, options, token) {
     return await fetch(url, {
       method,
       headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      body: options.file ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
       signal: options.signal,
       cache: 'no-store',
     });

@@ -15,8 +15,12 @@ export const customers = {
   update: (customerId, body) => request('PATCH', `/v1/customers/${id(customerId)}`, { body }),
   /** @param {string} customerId @returns {Promise<null>} */
   remove: (customerId) => request('DELETE', `/v1/customers/${id(customerId)}`),
-  /** @param {Record<string, unknown>[]} rows @param {Opts} [o] @returns {Promise<import('./types.js').ImportReport>} */
-  importRows: (rows, o = {}) => request('POST', '/v1/customers/import', { body: { customers: rows }, ...o }),
+  /** @param {File} file @param {Opts} [o] @returns {Promise<import('./types.js').ImportJob>} */
+  uploadImport: (file, o = {}) => request('POST', '/v1/customers/imports', { file: new Blob([file], { type: 'text/csv' }), query: { fileName: file.name.slice(0, 255) }, ...o }),
+  /** @param {string} jobId @param {Opts} [o] @returns {Promise<import('./types.js').ImportJob>} */
+  importJob: (jobId, o = {}) => request('GET', `/v1/customers/imports/${id(jobId)}`, o),
+  /** @param {string} jobId @returns {Promise<Blob>} the skipped rows as CSV */
+  importFailures: async (jobId) => (await send('GET', `/v1/customers/imports/${id(jobId)}/failures.csv`, { headers: { accept: 'text/csv' } })).blob(),
   /** @param {Opts} [o] @returns {Promise<import('./types.js').Kpis>} */
   kpis: (o = {}) => request('GET', '/v1/customers/kpis', o),
   /** @param {number} months @param {Opts} [o] @returns {Promise<import('./types.js').TrendPoint[]>} */

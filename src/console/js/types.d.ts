@@ -4,6 +4,7 @@ import type * as v from 'valibot';
 import type * as campaigns from '../../schemas/campaigns.ts';
 import type * as chat from '../../schemas/chat.ts';
 import type * as customers from '../../schemas/customers.ts';
+import type * as imports from '../../schemas/imports.ts';
 import type * as segments from '../../schemas/segments.ts';
 import type * as users from '../../schemas/users.ts';
 
@@ -23,6 +24,7 @@ export type CustomerInput = Omit<Customer, 'id' | 'totalTransactions' | 'totalAm
   totalAmountSpent: number | string | null;
 };
 export type ImportReport = v.InferOutput<typeof customers.ImportReport>;
+export type ImportJob = v.InferOutput<typeof imports.ImportJob>;
 export type Kpis = v.InferOutput<typeof customers.Kpis>;
 export type TrendPoint = v.InferOutput<typeof customers.Trend>[number];
 export type Health = v.InferOutput<typeof customers.Health>;

@@ -110,12 +110,12 @@ export class AudienceIndex {
         await this.loading;
         continue;
       }
-      const elsewhere = this.feed.writesElsewhereSettled();
-      if (elsewhere) {
-        // An import is being written on the writer's connection: what it committed is told here soon. Until then the
-        // columns hold an earlier committed state, which is fine to count unless a later write of ours waits on it.
+      if (this.feed.writingElsewhere()) {
+        // An import is being written on the writer's connection: what it committed is published here soon. Until
+        // then the columns hold an earlier committed state, which is fine to count unless a later write of ours
+        // waits on it; then look again once the feed moves.
         if (this.early.size === 0) return;
-        await elsewhere;
+        await this.feed.nextChange();
         continue;
       }
       if (this.early.size > 0 || this.changedElsewhere()) {

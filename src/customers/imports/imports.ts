@@ -1,11 +1,13 @@
 // Inserting customers: one batch at once on the service's connection (customers.create), or imports handed to the
 // import writer thread, which groups them (writer.thread.ts), with the checkpointer thread copying the log they leave
 // into the database (checkpointer.thread.ts). Each batch lands in one transaction either way, and the change feed
-// hears of every transaction in commit order of its replies.
+// hears of every transaction in commit order of its replies. CSV import jobs run on the same writer, one at a time.
 import type { Worker } from 'node:worker_threads';
 import { countryKey, type CustomerRecord } from '../../domain/customers.ts';
 import type { CustomerChangeFeed } from '../change-feed.ts';
+import { runCsvJob, type JobCommit } from './csv-job.ts';
 import { createImportQueue, type ImportReply } from './group-commit.ts';
+import { jobProgressWriter, type JobToRun } from './job-store.ts';
 import type { CustomerChange, StoredCustomer } from '../store/rows.ts';
 import type { CustomerWrites } from '../store/writes.ts';
 import type { Db } from '../../db/database.ts';
@@ -28,12 +30,48 @@ function stored(record: CustomerRecord, id: number): StoredCustomer {
   return { ...record, id, countryKey: countryKey(record.country) };
 }
 
-/** Returns `insertNow` (synchronous, this connection) and `importLater` (the writer thread, or grouped here for an in-memory database). */
-export function createCustomerImports(db: Db, writes: CustomerWrites, feed: CustomerChangeFeed) {
+/** What the writer thread posts: a group commit's reply, a job's transaction or end, or a request for a checkpoint. */
+export type WriterMessage = ImportReply | 'checkpoint' | ({ type: 'job-commit' } & JobCommit) | { type: 'job-end'; seq: number; status: JobEnd };
+
+/** How a job ended: its file read to the end, or not (the writer stopped, or the file could not be parsed). */
+export type JobEnd = 'completed' | 'failed';
+
+interface RunningJob {
+  seq: number;
+  onEnd: (status: JobEnd) => void;
+  /** Tells the generation readers that the job's writes have all been reported. */
+  reported: () => void;
+  thread?: Worker;
+}
+
+export type CustomerImports = ReturnType<typeof createCustomerImports>;
+
+/**
+ * Returns `insertNow` (synchronous, this connection), `importLater` (the writer thread, or grouped here for an
+ * in-memory database) and `runJob` (a CSV import job, on the same writer).
+ */
+export function createCustomerImports(db: Db, writes: CustomerWrites, feed: CustomerChangeFeed, writerCacheMiB: number) {
   const waiting = new Map<number, Waiting>();
   let nextId = 1;
   let writer: Worker | undefined;
   let idle: NodeJS.Timeout | undefined;
+  let job: RunningJob | undefined;
+
+  const publishJobCommit = ({ generation, stored }: JobCommit) => feed.publish(stored.map((after) => ({ before: undefined, after })), generation);
+  const endJob = (status: JobEnd) => {
+    const ended = job;
+    job = undefined;
+    ended?.reported();
+    ended?.onEnd(status);
+    idleWhenDone();
+  };
+  const idleWhenDone = () => {
+    if (waiting.size !== 0 || job || !writer) return;
+    // Idle threads must not keep the process alive (a 'message' listener refs a worker again): unref them till work comes.
+    writer.unref();
+    checkpointer?.unref();
+    idle = setTimeout(stopThreads, IDLE_MS).unref();
+  };
 
   const receive = (reply: ImportReply) => {
     const ids = new Map(reply.results.map((result) => [result.id, 'ids' in result ? result.ids : []]));
@@ -54,7 +92,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       if ('ids' in result) request.resolve(result.ids.map((id) => (id === null ? null : String(id))));
       else request.reject(result.error);
     }
-    if (waiting.size === 0 && writer) idle = setTimeout(stopThreads, IDLE_MS).unref();
+    idleWhenDone();
   };
 
   // While the writer thread imports, the checkpointer thread keeps the log short, and this connection's commits must
@@ -73,6 +111,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
         const again = checkpointing === 'again';
         checkpointing = 'idle';
         if (again) checkpoint();
+        else thread.unref(); // a checkpoint done is no reason to keep the process alive
       });
       thread.on('error', () => {}); // reported through 'exit', which follows
       thread.on('exit', () => {
@@ -83,6 +122,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       checkpointer = thread;
     }
     checkpointing = 'running';
+    checkpointer.ref();
     checkpointer.postMessage('checkpoint');
   };
 
@@ -98,11 +138,20 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
   // An in-memory database has no second connection: its imports are grouped on this one.
   const local = db.memory ? createImportQueue(writes, receive) : undefined;
 
+  /** Returns the writer thread, started if need be, holding the process open while it has work. */
   const writerThread = (): Worker => {
-    if (writer) return writer;
-    const thread = startWorkerThread(new URL('./writer.thread.ts', import.meta.url), { path: db.name });
+    if (writer) {
+      writer.ref();
+      return writer;
+    }
+    const thread = startWorkerThread(new URL('./writer.thread.ts', import.meta.url), { path: db.name, cacheMiB: writerCacheMiB });
     db.pragma('wal_autocheckpoint = 0');
-    thread.on('message', (message: ImportReply | 'checkpoint') => (message === 'checkpoint' ? checkpoint() : receive(message)));
+    thread.on('message', (message: WriterMessage) => {
+      if (message === 'checkpoint') checkpoint();
+      else if ('commits' in message) receive(message);
+      else if (message.type === 'job-commit') publishJobCommit(message);
+      else endJob(message.status);
+    });
     thread.on('error', () => {}); // reported through 'exit', which follows
     thread.on('exit', () => {
       if (writer === thread) writer = undefined;
@@ -113,6 +162,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
         request.reported();
         request.reject(new Error('The import writer stopped before answering.'));
       }
+      if (job?.thread === thread) endJob('failed');
     });
     writer = thread;
     return thread;
@@ -126,6 +176,22 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       if ('error' in result!) throw result.error;
       feed.publish(result!.stored.filter((s) => s !== undefined).map((after) => ({ before: undefined, after })), commits[0]!.generation);
       return result!.stored.map((s) => (s ? String(s.id) : null));
+    },
+
+    /**
+     * Runs a CSV import job on the writer (here for an in-memory database), publishing each of its transactions to
+     * the change feed; `onEnd` hears how it ended. One job at a time: the caller queues them.
+     */
+    runJob(toRun: JobToRun, path: string, onEnd: (status: JobEnd) => void): void {
+      clearTimeout(idle);
+      if (local) {
+        job = { seq: toRun.seq, onEnd, reported: () => {} };
+        runCsvJob(toRun, path, { writes, progress: jobProgressWriter(db), onCommit: publishJobCommit }).then(endJob, () => endJob('failed'));
+        return;
+      }
+      const thread = writerThread();
+      job = { seq: toRun.seq, onEnd, reported: feed.beginWriteElsewhere(), thread };
+      thread.postMessage({ type: 'job', job: toRun, path });
     },
 
     /** Stores the records in one transaction, possibly shared with other imports; resolves to the ids as `insertNow` returns them. */

@@ -3,15 +3,13 @@
 // imports.ts with `workerData.path`; posts each transaction's ImportReply, and 'checkpoint' when the log
 // has grown enough for the checkpointer thread to copy it into the database.
 import { parentPort, workerData } from 'node:worker_threads';
+import { runCsvJob } from './csv-job.ts';
 import { createImportQueue, type ImportRequest } from './group-commit.ts';
+import type { WriterMessage } from './imports.ts';
+import { jobProgressWriter, type JobToRun } from './job-store.ts';
 import { createCustomerWrites } from '../store/writes.ts';
 import { openWriterConnection } from '../../db/database.ts';
 
-/**
- * 256 MiB of page cache: the six customer indexes of a million customers (about 120 MB) stay cached between
- * transactions; with 64 MiB most index pages an import touches are read again. The thread stops when idle.
- */
-const CACHE_MIB = 256;
 
 /**
  * Ask for a checkpoint after this many imported rows (about 40,000 log frames), or once no import came for a moment:
@@ -21,7 +19,10 @@ const CHECKPOINT_ROWS = 10_000;
 const IDLE_CHECKPOINT_MS = 100;
 
 const port = parentPort!;
-const db = openWriterConnection((workerData as { path: string }).path, CACHE_MIB);
+// IMPORT_CACHE_MIB of page cache: the more of the six customer indexes stay cached between transactions, the fewer
+// pages an import reads again from the file (the operating system's cache, not the disk, on a warm machine).
+const { path, cacheMiB } = workerData as { path: string; cacheMiB: number };
+const db = openWriterConnection(path, cacheMiB);
 // The checkpointer thread checkpoints; a commit here never does.
 db.pragma('wal_autocheckpoint = 0');
 // After a checkpoint lets the log start over, a log file grown by a long import is cut back to 64 MiB.
@@ -35,18 +36,38 @@ const askForCheckpoint = () => {
   port.postMessage('checkpoint');
 };
 
-const queue = createImportQueue(createCustomerWrites(db), (reply) => {
-  port.postMessage(reply);
-  for (const result of reply.results) if ('ids' in result) rowsSinceCheckpoint += result.ids.length;
+const post = (message: WriterMessage) => port.postMessage(message);
+const wrote = (rows: number) => {
+  rowsSinceCheckpoint += rows;
   clearTimeout(idle);
   if (rowsSinceCheckpoint >= CHECKPOINT_ROWS) askForCheckpoint();
   else if (rowsSinceCheckpoint > 0) idle = setTimeout(askForCheckpoint, IDLE_CHECKPOINT_MS);
-});
+};
 
-port.on('message', (message: ImportRequest | 'stop') => {
+const writes = createCustomerWrites(db);
+const queue = createImportQueue(writes, (reply) => {
+  post(reply);
+  wrote(reply.results.reduce((rows, result) => rows + ('ids' in result ? result.ids.length : 0), 0));
+});
+const progress = jobProgressWriter(db);
+
+/** Runs a CSV import job between the group commits of JSON imports, telling the service of each transaction. */
+async function runJob(job: JobToRun, path: string): Promise<void> {
+  const onCommit: Parameters<typeof runCsvJob>[2]['onCommit'] = (commit) => {
+    post({ type: 'job-commit', ...commit });
+    wrote(commit.stored.length);
+  };
+  const status = await runCsvJob(job, path, { writes, progress, onCommit }).catch(() => 'failed' as const);
+  post({ type: 'job-end', seq: job.seq, status });
+}
+
+port.on('message', (message: ImportRequest | { type: 'job'; job: JobToRun; path: string } | 'stop') => {
   clearTimeout(idle);
-  if (message !== 'stop') return queue.push(message);
-  // Asked only when no request is waiting. The connection is closed, so no lock of it outlives the thread.
-  db.close();
-  process.exit(0);
+  if (message === 'stop') {
+    // Asked only when no request or job is waiting. The connection is closed, so no lock of it outlives the thread.
+    db.close();
+    process.exit(0);
+  }
+  if ('type' in message) void runJob(message.job, message.path);
+  else queue.push(message);
 });

@@ -15,11 +15,11 @@ export type { CustomerQuery } from './search.ts';
 export type CustomerRepository = ReturnType<typeof createCustomerRepository>;
 
 /** Returns the customer queries; every committed write is published to `feed`, in commit order. */
-export function createCustomerRepository(db: Db, feed: CustomerChangeFeed) {
+export function createCustomerRepository(db: Db, feed: CustomerChangeFeed, { importCacheMiB = 64 } = {}) {
   const writes = createCustomerWrites(db);
   const { stats } = writes;
   const search = createCustomerSearch(db, stats, feed);
-  const imports = createCustomerImports(db, writes, feed);
+  const imports = createCustomerImports(db, writes, feed, importCacheMiB);
   const byId = db.prepare<[number], CustomerRow>('SELECT * FROM customers WHERE id = ?');
   const top = db.prepare<[number], CustomerRow>('SELECT * FROM customers ORDER BY amount_cents DESC, last_activity_at DESC, id DESC LIMIT ?');
 
@@ -52,6 +52,9 @@ export function createCustomerRepository(db: Db, feed: CustomerChangeFeed) {
     importCustomers(records: readonly CustomerRecord[], now: Date): Promise<(string | null)[]> {
       return imports.importLater(records, now);
     },
+
+    /** Runs a CSV import job on the import writer (see imports.ts `runJob`); import-jobs.ts queues them. */
+    runImportJob: imports.runJob,
 
     /** Applies the changes and returns the customer; throws `not_found` or `conflict` (email taken). */
     updateCustomer(id: string, changes: Partial<CustomerRecord>, now: Date): Customer {

@@ -59,6 +59,15 @@ export function createCustomerWrites(db: Db) {
     return { stored, generation: bump() };
   });
 
+  /** One batch, and whatever `also` writes about it, in one transaction that counts one generation. */
+  const insertWith = db.transaction((records: readonly CustomerRecord[], now: number, also: (stored: (StoredCustomer | undefined)[]) => void) => {
+    const delta = new StatsDelta();
+    const stored = insertBatch(records, now, delta);
+    stats.apply(delta);
+    also(stored);
+    return { stored, generation: bump() };
+  });
+
   return {
     stats,
 
@@ -89,6 +98,14 @@ export function createCustomerWrites(db: Db) {
         }
       });
       return { results, commits };
+    },
+
+    /**
+     * Inserts the records, stamped `now`, and runs `also` with what became of each (undefined for a taken email), all
+     * in one transaction that counts one generation; returns the same and the generation. Throws what undid it.
+     */
+    insertWith(records: readonly CustomerRecord[], now: number, also: (stored: (StoredCustomer | undefined)[]) => void) {
+      return insertWith.immediate(records, now, also);
     },
 
     /** Applies the changes to one customer; throws `not_found`, or `conflict` when the email is taken. */

@@ -1,18 +1,20 @@
 // @ts-check
-// Importing customers from a CSV file: read and parsed in the page, sent in batches of up to 1000 rows with a
-// progress bar, and every rejected row listed with its reason.
+// Importing customers from a CSV file of any size: the file is uploaded as it is and the service imports it as a
+// job, whose progress the dialog follows; the rows it skipped can be downloaded as failures.csv. Nothing is parsed
+// in the page.
 import * as api from '../endpoints.js';
-import { batches, EXPECTED_HEADER, mapColumns, parseCsv, toCustomers } from '../csv.js';
 import { h, replace } from '../dom.js';
 import { field, formError, openDialog } from '../forms.js';
 import { count, plural } from '../format.js';
 import { clearFormErrors, describe, showFormError } from '../problems.js';
-import { ApiError } from '../api.js';
+import { ApiError, isAbort } from '../api.js';
 
-/** The service takes at most this many rows per request. */
-const BATCH_SIZE = 1000;
+/** How often the dialog asks how the job is doing. */
+const POLL_MS = 500;
 
-/** @typedef {import('../types.js').ImportReport['failures'][number]} Failure */
+const COLUMNS = 'name, email, country, total_transactions, total_amount_spent, last_activity_date, status';
+
+/** @typedef {import('../types.js').ImportJob} ImportJob */
 
 /** Opens the import dialog; resolves true when at least one customer was imported. */
 export async function importDialog() {
@@ -26,106 +28,112 @@ export async function importDialog() {
     const form = h(
       'form',
       { class: 'stack wide-dialog', novalidate: true },
-      h('p', {}, 'The first row names the columns: ', h('code', {}, EXPECTED_HEADER), '. Dates as 2026-09-30; status active, inactive or churned.'),
+      h(
+        'p',
+        {},
+        'The first row names the columns; an ',
+        h('code', {}, 'email'),
+        ' column is required. Columns are matched by name: ',
+        h('code', {}, COLUMNS),
+        ' (or full name, orders, amount, last activity…); others are ignored. Files of any size: the service imports them in the background.',
+      ),
       formError(),
       field({ label: 'CSV file', control: file, field: 'file' }),
       progressArea,
       report,
       h('div', { class: 'dialog-actions' }, cancel, start),
     );
-    // Closing the dialog (this button or Escape) stops the import: the batch under way is cancelled, no more are sent.
+    // Closing the dialog stops an upload under way; a job already running goes on in the service.
     cancel.addEventListener('click', () => close());
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
       clearFormErrors(form);
       report.replaceChildren();
       const chosen = file.files?.[0];
-      const problem = (/** @type {string} */ message) => showFormError(form, new ApiError({ status: 400, code: 'validation_failed', detail: message, errors: [{ field: 'file', message }] }));
-      if (!chosen) return problem('Choose a CSV file first.');
-      const rows = parseCsv(await chosen.text());
-      const [header, ...data] = rows;
-      if (!header || data.length === 0) return problem('The file has no rows of customers under its header row.');
-      const { indexes, missing } = mapColumns(header);
-      if (missing.length) return problem(`The file has no column for ${missing.join(', ')}. The first row should be: ${EXPECTED_HEADER}`);
-
-      const customers = toCustomers(data, indexes);
-      const bar = h('progress', { max: String(customers.length), value: '0', 'aria-label': 'Import progress' });
-      const words = h('p', { role: 'status' }, `Sending ${plural(customers.length, 'row')}…`);
+      if (!chosen) {
+        const message = 'Choose a CSV file first.';
+        return showFormError(form, new ApiError({ status: 400, code: 'validation_failed', detail: message, errors: [{ field: 'file', message }] }));
+      }
+      const bar = h('progress', { max: String(chosen.size), value: '0', 'aria-label': 'Import progress' });
+      const words = h('p', { role: 'status' }, `Uploading ${chosen.name}…`);
       replace(progressArea, bar, words);
       progressArea.hidden = false;
       start.disabled = true;
       file.disabled = true;
-      cancel.textContent = 'Stop';
+      cancel.textContent = 'Close';
 
-      let imported = 0;
-      let sent = 0;
-      /** @type {Failure[]} */
-      const failures = [];
-      /** @type {unknown} */
-      let failure;
-      for (const batch of batches(customers, BATCH_SIZE)) {
+      const finish = () => {
+        start.disabled = false;
+        file.disabled = false;
+        start.textContent = 'Import another file';
+      };
+      /** @type {ImportJob} */
+      let job;
+      try {
+        job = await api.customers.uploadImport(chosen, { signal: closed });
+      } catch (error) {
+        if (isAbort(error) || closed.aborted) return;
+        progressArea.hidden = true;
+        showFormError(form, error instanceof ApiError && error.code === 'validation_failed' ? new ApiError({ ...error, errors: [{ field: 'file', message: error.detail }] }) : error);
+        finish();
+        return;
+      }
+      words.textContent = 'Importing…';
+      for (;;) {
+        bar.value = job.bytesRead;
+        words.textContent = `Read ${plural(job.rowsRead, 'row')}: ${count(job.imported)} imported, ${count(job.skipped)} skipped…`;
+        if (job.status !== 'running') break;
         try {
-          const answer = await api.customers.importRows(batch, { signal: closed });
-          imported += answer.imported;
-          importedAny ||= answer.imported > 0;
-          // The service numbers rows within the batch; shift them to the row's place in the file.
-          for (const f of answer.failures) failures.push({ ...f, row: f.row + sent });
+          await new Promise((resolve, reject) => {
+            const timer = setTimeout(resolve, POLL_MS);
+            closed.addEventListener('abort', () => (clearTimeout(timer), reject(closed.reason)), { once: true });
+          });
+          job = await api.customers.importJob(job.id, { signal: closed });
         } catch (error) {
-          failure = error;
-          break;
+          if (isAbort(error) || closed.aborted) return;
+          words.textContent = `Lost track of the import: ${describe(error)} It goes on in the service.`;
+          finish();
+          return;
         }
-        sent += batch.length;
-        bar.value = sent;
-        words.textContent = `Sent ${count(sent)} of ${count(customers.length)} rows…`;
       }
-      if (closed.aborted) return;
-      words.textContent = `Imported ${plural(imported, 'customer')}. ${failures.length ? `${plural(failures.length, 'row was', 'rows were')} rejected.` : 'No rows were rejected.'}`;
-      if (failure) {
-        words.textContent += ` Stopped after ${count(sent)} of ${count(customers.length)} rows: ${describe(failure)} Rows after ${count(sent)} were not sent.`;
-      }
-      replace(report, failures.length ? failureTable(failures) : null);
+      importedAny ||= job.imported > 0;
+      bar.value = chosen.size;
+      const outcome = job.status === 'completed' ? 'Done.' : job.status === 'failed' ? 'The file could not be read to its end.' : 'The import was interrupted.';
+      words.textContent = `${outcome} Imported ${plural(job.imported, 'customer')}. ${job.skipped ? `${plural(job.skipped, 'row was', 'rows were')} skipped.` : 'No rows were skipped.'}`;
+      replace(report, summary(job));
       cancel.textContent = 'Done';
-      start.disabled = false;
-      file.disabled = false;
-      start.textContent = 'Import another file';
+      finish();
     });
     return form;
   });
   return importedAny;
 }
 
-/** @param {Failure[]} failures */
-function failureTable(failures) {
+/**
+ * The columns left unread, and the skipped rows to download.
+ * @param {ImportJob} job
+ */
+function summary(job) {
+  const download = h('button', { type: 'button', class: 'button secondary small' }, 'Download skipped rows (failures.csv)');
+  download.addEventListener('click', async () => {
+    download.disabled = true;
+    try {
+      const url = URL.createObjectURL(await api.customers.importFailures(job.id));
+      const link = h('a', { href: url, download: `${(job.fileName ?? 'import').replace(/\.csv$/i, '')}-failures.csv` });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (error) {
+      download.after(h('p', { class: 'field-error' }, describe(error)));
+    } finally {
+      download.disabled = false;
+    }
+  });
   return h(
     'div',
-    { class: 'table-wrap' },
-    h(
-      'table',
-      { class: 'data compact' },
-      h('caption', {}, 'Rejected rows (numbered from the first row under the header)'),
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'num' }, 'Row'), h('th', { scope: 'col' }, 'Email'), h('th', { scope: 'col' }, 'Reason'))),
-      h(
-        'tbody',
-        {},
-        failures.map((f) =>
-          h(
-            'tr',
-            {},
-            h('td', { class: 'num' }, count(f.row)),
-            h('td', {}, f.email ?? '—'),
-            h('td', {}, f.reason, details(f)),
-          ),
-        ),
-      ),
-    ),
+    { class: 'stack' },
+    job.ignoredColumns.length ? h('p', { class: 'muted small' }, `Columns not read: ${job.ignoredColumns.join(', ')}.`) : null,
+    job.skipped ? h('p', {}, 'Each skipped row is listed with its line in the file and the reason. ', download) : null,
   );
-}
-
-/**
- * The field messages a reason does not already say ("email: Must be a valid email address.").
- * @param {Failure} failure
- */
-function details(failure) {
-  const extra = failure.errors.filter((e) => !failure.reason.includes(e.message));
-  return extra.length ? h('ul', { class: 'plain small' }, extra.map((e) => h('li', {}, `${e.field}: ${e.message}`))) : null;
 }

@@ -1,0 +1,158 @@
+// SQL for CSV import jobs and their skipped rows. The service's connection creates, lists and finishes jobs; the
+// import writer's connection moves their counts in the same transaction as the rows they count. Knows no HTTP.
+import { AppError } from '../../domain/errors.ts';
+import type { Db } from '../../db/database.ts';
+import type { ColumnMap } from './csv-columns.ts';
+
+export const IMPORT_JOB_STATUSES = ['running', 'completed', 'failed', 'interrupted'] as const;
+export type ImportJobStatus = (typeof IMPORT_JOB_STATUSES)[number];
+
+/** A job as the API shows it; `fileName` and `finishedAt` only when there are. */
+export interface ImportJob {
+  id: string;
+  status: ImportJobStatus;
+  fileName?: string;
+  bytesRead: number;
+  rowsRead: number;
+  imported: number;
+  skipped: number;
+  ignoredColumns: string[];
+  startedAt: string;
+  finishedAt?: string;
+  createdBy: string;
+}
+
+/** What a job needs to run: its row number, file, columns and the instant that stamps its rows. */
+export interface JobToRun {
+  seq: number;
+  id: string;
+  columns: ColumnMap;
+  startedAt: number;
+}
+
+/** One skipped row: its line in the file, its email as given (if any) and why. */
+export interface SkippedRow {
+  line: number;
+  email: string | null;
+  reason: string;
+}
+
+interface JobRow {
+  seq: number;
+  id: string;
+  status: ImportJobStatus;
+  file_name: string | null;
+  columns: string;
+  ignored_columns: string;
+  bytes_read: number;
+  rows_read: number;
+  imported: number;
+  skipped: number;
+  created_by: string;
+  started_at: number;
+  finished_at: number | null;
+}
+
+function toJob(row: JobRow): ImportJob {
+  return {
+    id: row.id,
+    status: row.status,
+    ...(row.file_name === null ? {} : { fileName: row.file_name }),
+    bytesRead: row.bytes_read,
+    rowsRead: row.rows_read,
+    imported: row.imported,
+    skipped: row.skipped,
+    ignoredColumns: JSON.parse(row.ignored_columns) as string[],
+    startedAt: new Date(row.started_at).toISOString(),
+    ...(row.finished_at === null ? {} : { finishedAt: new Date(row.finished_at).toISOString() }),
+    createdBy: row.created_by,
+  };
+}
+
+export type ImportJobStore = ReturnType<typeof createImportJobStore>;
+
+/** Skipped rows read per query of failures.csv. */
+const SKIPPED_PAGE = 1000;
+
+/** Returns the job queries of the service's connection, prepared once. */
+export function createImportJobStore(db: Db) {
+  const insert = db.prepare(
+    `INSERT INTO import_jobs (id, status, file_name, columns, ignored_columns, created_by, started_at)
+     VALUES (@id, 'running', @fileName, @columns, @ignored, @createdBy, @now)`,
+  );
+  const byId = db.prepare<[string], JobRow>('SELECT * FROM import_jobs WHERE id = ?');
+  const page = db.prepare<[number, number], JobRow>('SELECT * FROM import_jobs ORDER BY seq DESC LIMIT ? OFFSET ?');
+  const count = db.prepare('SELECT count(*) FROM import_jobs').pluck();
+  const finish = db.prepare("UPDATE import_jobs SET status = @status, finished_at = @now WHERE seq = @seq AND status = 'running'");
+  const interrupt = db.prepare("UPDATE import_jobs SET status = 'interrupted', finished_at = ? WHERE status = 'running'");
+  const failures = db.prepare<[number, number, number], SkippedRow>(
+    'SELECT line, email, reason FROM import_failures WHERE job_seq = ? AND line > ? ORDER BY line LIMIT ?',
+  );
+
+  const getRow = (id: string): JobRow => {
+    const row = byId.get(id);
+    if (!row) throw new AppError('not_found', `No import job with id ${id}.`);
+    return row;
+  };
+
+  return {
+    /** Stores a new job, `running` until it ends; returns it and its place in the arrival order. */
+    insertJob(job: { id: string; fileName: string | undefined; columns: ColumnMap; ignored: string[]; createdBy: string }, now: Date): { job: ImportJob; seq: number } {
+      insert.run({ ...job, fileName: job.fileName ?? null, columns: JSON.stringify(job.columns), ignored: JSON.stringify(job.ignored), now: now.getTime() });
+      const row = getRow(job.id);
+      return { job: toJob(row), seq: row.seq };
+    },
+
+    /** Returns the job; throws `not_found`. */
+    getJob(id: string): ImportJob {
+      return toJob(getRow(id));
+    },
+
+    /** Returns one page of jobs, newest first, and how many there are. */
+    listJobs(pageNumber: number, limit: number): { items: ImportJob[]; total: number } {
+      return { items: page.all(limit, (pageNumber - 1) * limit).map(toJob), total: count.get() as number };
+    },
+
+    /** Marks a running job `completed` or `failed`. */
+    finishJob(seq: number, status: 'completed' | 'failed', now: Date): void {
+      finish.run({ seq, status, now: now.getTime() });
+    },
+
+    /** Marks every job still `running` as `interrupted` (the process that ran it is gone); returns how many. */
+    interruptRunning(now: Date): number {
+      return interrupt.run(now.getTime()).changes;
+    },
+
+    /**
+     * Returns the job's skipped rows in line order, read a page at a time as they are iterated (no statement stays
+     * open between pages, so the connection serves other requests meanwhile); throws `not_found`.
+     */
+    skippedRows(id: string): Iterable<SkippedRow> {
+      const { seq } = getRow(id);
+      return (function* () {
+        for (let after = 0; ; ) {
+          const rows = failures.all(seq, after, SKIPPED_PAGE);
+          yield* rows;
+          if (rows.length < SKIPPED_PAGE) return;
+          after = rows.at(-1)!.line;
+        }
+      })();
+    },
+  };
+}
+
+/** Returns the statements the import writer moves a job's counts and skipped rows with, inside its transactions. */
+export function jobProgressWriter(db: Db) {
+  const progress = db.prepare(
+    `UPDATE import_jobs SET bytes_read = @bytes, rows_read = rows_read + @rows, imported = imported + @imported, skipped = skipped + @skipped
+     WHERE seq = @seq`,
+  );
+  const skip = db.prepare('INSERT OR IGNORE INTO import_failures (job_seq, line, email, reason) VALUES (?, ?, ?, ?)');
+  return {
+    /** Adds one transaction's rows to the job's counts, and its skipped rows to its failures. */
+    record(seq: number, counts: { bytes: number; rows: number; imported: number }, skipped: readonly SkippedRow[]): void {
+      for (const row of skipped) skip.run(seq, row.line, row.email, row.reason);
+      progress.run({ seq, ...counts, skipped: skipped.length });
+    },
+  };
+}

@@ -1,0 +1,130 @@
+// CSV import jobs on the service's side: an upload's header row is checked as it arrives (a file without an email
+// column is refused before any row is read), the file goes to disk as it streams in, and the jobs run one at a
+// time in arrival order on the import writer (imports.ts). Knows no HTTP: it takes the body as a stream of bytes.
+import { randomUUID } from 'node:crypto';
+import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { parse } from 'csv-parse/sync';
+import type { Clock } from '../../domain/clock.ts';
+import { AppError, invalidField } from '../../domain/errors.ts';
+import { mapColumns } from './csv-columns.ts';
+import type { CustomerImports } from './imports.ts';
+import { createImportJobStore, type ImportJob, type JobToRun } from './job-store.ts';
+import type { Db } from '../../db/database.ts';
+
+/** The header row must end within this many bytes. */
+const HEADER_LIMIT = 64 * 1024;
+
+export interface ImportJobsOptions {
+  /** Where uploads wait for their job; emptied at start-up. */
+  folder: string;
+  /** IMPORT_MAX_BYTES: the largest file accepted. */
+  maxBytes: number;
+  clock: Clock;
+  /** Told when a job has ended, with the job as it ended. */
+  onEnd?: (job: ImportJob) => void;
+}
+
+/** What came with an upload besides its bytes. */
+export interface Upload {
+  fileName: string | undefined;
+  /** The declared length, when the client declared one. */
+  declaredBytes: number | undefined;
+  createdBy: string;
+}
+
+export type ImportJobs = ReturnType<typeof createImportJobs>;
+
+/**
+ * Returns the import jobs of `db`. Jobs a stopped process left `running` are marked `interrupted` (their committed
+ * rows and counts stay), and their uploads removed.
+ */
+export function createImportJobs(db: Db, runJob: CustomerImports['runJob'], { folder, maxBytes, clock, onEnd }: ImportJobsOptions) {
+  const store = createImportJobStore(db);
+  store.interruptRunning(clock());
+  rmSync(folder, { recursive: true, force: true });
+  mkdirSync(folder, { recursive: true });
+  const fileOf = (id: string) => join(folder, `${id}.csv`);
+
+  const waiting: JobToRun[] = [];
+  let running = false;
+  const runNext = () => {
+    const job = running ? undefined : waiting.shift();
+    if (!job) return;
+    running = true;
+    runJob(job, fileOf(job.id), (status) => {
+      store.finishJob(job.seq, status, clock());
+      rmSync(fileOf(job.id), { force: true });
+      running = false;
+      onEnd?.(store.getJob(job.id));
+      runNext();
+    });
+  };
+
+  const tooLarge = () => new AppError('payload_too_large', `Import files are limited to ${maxBytes} bytes (IMPORT_MAX_BYTES).`);
+
+  return {
+    /**
+     * Reads an upload to disk and queues its job; returns the job, `running` until it ends. Throws
+     * `validation_failed` on `body` for a file without a header row naming an email column (read from its first
+     * line, before any row), `payload_too_large` past IMPORT_MAX_BYTES, and what reading the body throws.
+     */
+    async accept(body: AsyncIterator<Buffer>, upload: Upload): Promise<ImportJob> {
+      if (upload.declaredBytes !== undefined && upload.declaredBytes > maxBytes) throw tooLarge();
+      let head = Buffer.alloc(0);
+      let lineEnd = -1;
+      let ended = false;
+      while (lineEnd < 0 && !ended) {
+        const next = await body.next();
+        if (next.done) ended = true;
+        else head = Buffer.concat([head, next.value]);
+        lineEnd = head.indexOf(0x0a);
+        if (lineEnd < 0 && head.length > HEADER_LIMIT) throw invalidField('body', `The first line is longer than ${HEADER_LIMIT} bytes: it must be a header row naming the columns.`);
+      }
+      if (head.length > maxBytes) throw tooLarge();
+      const header = headerRow(head.subarray(0, lineEnd < 0 ? head.length : lineEnd));
+      const { columns, ignored } = mapColumns(header);
+      if (columns.email === undefined) {
+        const named = header.length ? ` (it names ${header.slice(0, 20).join(', ')})` : '';
+        throw invalidField('body', `The header row has no email column${named}; email is required, the other fields are matched by name.`);
+      }
+
+      const id = randomUUID();
+      let size = head.length;
+      const rest = async function* () {
+        yield head;
+        for (let next = await body.next(); !next.done; next = await body.next()) {
+          size += next.value.length;
+          if (size > maxBytes) throw tooLarge();
+          yield next.value;
+        }
+      };
+      try {
+        await pipeline(rest, createWriteStream(fileOf(id), { flags: 'wx' }));
+      } catch (error) {
+        rmSync(fileOf(id), { force: true });
+        throw error;
+      }
+      const now = clock();
+      const { job, seq } = store.insertJob({ id, fileName: upload.fileName, columns, ignored, createdBy: upload.createdBy }, now);
+      waiting.push({ seq, id, columns, startedAt: now.getTime() });
+      runNext();
+      return job;
+    },
+
+    getJob: store.getJob,
+    listJobs: store.listJobs,
+    skippedRows: store.skippedRows,
+  };
+}
+
+/** Returns the cells of the header line; throws `validation_failed` on `body` when it is not a CSV row. */
+function headerRow(line: Buffer): string[] {
+  try {
+    const [cells] = parse(line, { bom: true, relax_quotes: true }) as string[][];
+    return (cells ?? []).map((cell) => cell.trim()).filter((cell, i, all) => cell !== '' || i < all.length - 1);
+  } catch {
+    throw invalidField('body', 'The first line is not a CSV header row.');
+  }
+}

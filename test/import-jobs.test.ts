@@ -1,0 +1,198 @@
+// CSV import jobs (product.md section 9) over HTTP: the header row and its aliases, BOM, RFC 4180 quoting, ignored
+// columns, the missing email column refused before any row, skipped rows with their lines in failures.csv,
+// duplicates in the file and in the base, 413 and 415, jobs run in arrival order, and the aggregates and segment
+// counts exact afterwards. Each test waits for the service's "import job ended" log line, never a sleep.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { assertProblem, startService, type TestService } from './helpers.ts';
+
+let service: TestService;
+let token: string;
+
+before(async () => {
+  service = await startService({ env: { IMPORT_MAX_BYTES: '4096', ACCESS_TOKEN_TTL: '86400' } });
+  token = await service.tokenFor('lifecycle_marketer');
+});
+after(() => service.close());
+
+let emailCounter = 0;
+/** A fresh email, so tests sharing the service never collide. */
+const email = (name: string) => `${name}.${++emailCounter}@jobs.example.com`;
+
+/** Uploads `csv` as a job; returns the 202 answer. */
+function upload(csv: string | Uint8Array, query = '', headers: Record<string, string> = { 'content-type': 'text/csv' }) {
+  return service.request('POST', `/v1/customers/imports${query}`, { token, raw: csv, headers });
+}
+
+/** Uploads `csv`, asserts 202 with a Location, and resolves with the job once it has ended. */
+async function runJob(csv: string, query = '') {
+  const accepted = await upload(csv, query);
+  assert.equal(accepted.status, 202, accepted.text);
+  assert.equal(accepted.headers.get('location'), `/v1/customers/imports/${accepted.body.id}`);
+  await service.waitForLog((line) => line.msg === 'import job ended' && line.jobId === accepted.body.id);
+  const ended = await service.request('GET', accepted.headers.get('location')!, { token });
+  assert.equal(ended.status, 200);
+  return { accepted: accepted.body, job: ended.body };
+}
+
+async function failuresCsv(jobId: string): Promise<string> {
+  const reply = await service.request('GET', `/v1/customers/imports/${jobId}/failures.csv`, { token });
+  assert.equal(reply.status, 200, reply.text);
+  assert.equal(reply.headers.get('content-type'), 'text/csv; charset=utf-8');
+  assert.match(reply.headers.get('content-disposition') ?? '', /^attachment; filename="import-.+-failures\.csv"$/);
+  return reply.text;
+}
+
+async function customerByEmail(address: string) {
+  const reply = await service.request('GET', `/v1/customers?search=${encodeURIComponent(address)}`, { token });
+  assert.equal(reply.status, 200);
+  return reply.body.items.find((c: { email: string }) => c.email === address);
+}
+
+describe('a CSV job', () => {
+  test('maps aliases without case, reads a BOM and RFC 4180 quoting, lists ignored columns, and stores the rows', async () => {
+    const [ada, bo, cy] = [email('ada'), email('bo'), email('cy')];
+    const csv =
+      '\ufeffFull Name,E-mail,Country,Orders,Total_Spent,Last Activity,STATUS,Notes,Loyalty Tier\r\n' +
+      `"Lovelace, Ada",${ada},France,3,120.50,2026-11-01,Active,"said ""hi""",gold\r\n` +
+      `"Bo ""B"" Jones",${bo.toUpperCase()},Spain,0,0,2026-10-01T08:00:00Z,churned,"two\nlines",\r\n` +
+      `Cy,${cy},Italy,7,99.999,2026-09-30T10:00:00+02:00,inactive,,\r\n`;
+    const { accepted, job } = await runJob(csv, '?fileName=spring%20export.csv');
+    assert.equal(accepted.status, 'running');
+    assert.deepEqual(Object.keys(job).sort(), ['bytesRead', 'createdBy', 'fileName', 'finishedAt', 'id', 'ignoredColumns', 'imported', 'rowsRead', 'skipped', 'startedAt', 'status']);
+    assert.equal(job.status, 'completed');
+    assert.equal(job.fileName, 'spring export.csv');
+    assert.deepEqual(job.ignoredColumns, ['Notes', 'Loyalty Tier']);
+    assert.deepEqual([job.rowsRead, job.imported, job.skipped], [3, 3, 0]);
+    assert.equal(job.bytesRead, Buffer.byteLength(csv));
+    assert.equal(job.startedAt, '2026-11-20T12:00:00.000Z');
+    assert.equal(job.finishedAt, '2026-11-20T12:00:00.000Z');
+    const stored = await customerByEmail(ada);
+    assert.deepEqual(
+      { name: stored.name, country: stored.country, totalTransactions: stored.totalTransactions, totalAmountSpent: stored.totalAmountSpent, status: stored.status, lastActivityDate: stored.lastActivityDate },
+      { name: 'Lovelace, Ada', country: 'France', totalTransactions: 3, totalAmountSpent: 120.5, status: 'active', lastActivityDate: '2026-11-01T00:00:00.000Z' },
+    );
+    assert.equal((await customerByEmail(bo)).name, 'Bo "B" Jones', 'quotes doubled inside quotes; the email lower-cased');
+    const cyStored = await customerByEmail(cy);
+    assert.equal(cyStored.totalAmountSpent, 100, 'rounded half-up to cents, as customers.import does');
+    assert.equal(cyStored.lastActivityDate, '2026-09-30T08:00:00.000Z');
+  });
+
+  test('skips rows that break a rule or repeat an email, in the file or in the base, each with its line', async () => {
+    const [taken, twice, good, bad, future] = [email('taken'), email('twice'), email('good'), email('bad'), email('future')];
+    const seeded = await service.request('POST', '/v1/customers', {
+      token,
+      body: { name: 'Taken', email: taken, country: 'France', totalTransactions: 1, totalAmountSpent: 1, lastActivityDate: '2026-11-01', status: 'active' },
+    });
+    assert.equal(seeded.status, 200);
+    const csv = [
+      'name,email,country,transactions,amount,last_activity_date,status',
+      `Twice,${twice},France,1,10,2026-11-01,active`,
+      `Taken again,${taken},France,1,10,2026-11-01,active`,
+      '',
+      `No email,,France,1,10,2026-11-01,active`,
+      `Bad number,${bad},France,many,10,2026-11-01,active`,
+      `Future,${future},France,1,10,2026-12-25,active`,
+      `Twice again,${twice},Spain,2,20,2026-11-02,active`,
+      `Good,${good},Spain,2,20,2026-11-02,inactive`,
+    ].join('\n');
+    const { job } = await runJob(csv);
+    assert.equal(job.status, 'completed');
+    assert.deepEqual([job.rowsRead, job.imported, job.skipped], [7, 2, 5]);
+    assert.equal(
+      await failuresCsv(job.id),
+      'line,email,reason\r\n' +
+        `3,${taken},A customer with the email ${taken} already exists.\r\n` +
+        '5,,Invalid email.\r\n' +
+        `6,${bad},Invalid totalTransactions.\r\n` +
+        `7,${future},Invalid lastActivityDate.\r\n` +
+        `8,${twice},A customer with the email ${twice} already exists.\r\n`,
+    );
+    assert.equal((await customerByEmail(twice)).name, 'Twice', 'the first row with an email is stored, never merged');
+    assert.equal((await customerByEmail(good)).status, 'inactive');
+  });
+
+  test('a file without an email column is 400 before any row is read, and no job is made', async () => {
+    const before = (await service.request('GET', '/v1/customers/imports', { token })).body.total;
+    const reply = await upload('name,country,mail_address\nAda,France,a@x.com\n');
+    assertProblem(reply, 400, 'validation_failed', ['body']);
+    assert.match(reply.body.detail, /no email column \(it names name, country, mail_address\)/);
+    assertProblem(await upload(''), 400, 'validation_failed', ['body']);
+    assert.equal((await service.request('GET', '/v1/customers/imports', { token })).body.total, before);
+  });
+
+  test('a body that is not text/csv is 415; a file over IMPORT_MAX_BYTES is 413, declared or streamed', async () => {
+    const before = (await service.request('GET', '/v1/customers/imports', { token })).body.total;
+    assertProblem(await upload('email\na@b.com\n', '', { 'content-type': 'application/json' }), 415, 'unsupported_media_type');
+    assertProblem(await upload('email\na@b.com\n', '', {}), 415, 'unsupported_media_type');
+    const big = `email\n${Array.from({ length: 400 }, (_, i) => `big${i}@jobs.example.com`).join('\n')}\n`;
+    assert.ok(Buffer.byteLength(big) > 4096);
+    assertProblem(await upload(big), 413, 'payload_too_large');
+    // Without a length to read first, the limit is met while the file streams in.
+    const chunked = new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(big));
+        controller.close();
+      },
+    });
+    const streamed = await fetch(`${service.url}/v1/customers/imports`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'text/csv' },
+      body: chunked,
+      duplex: 'half',
+    } as RequestInit);
+    assert.equal(streamed.status, 413);
+    assert.equal(((await streamed.json()) as { code: string }).code, 'payload_too_large');
+    assert.equal((await service.request('GET', '/v1/customers/imports', { token })).body.total, before);
+    assert.equal(await customerByEmail('big0@jobs.example.com'), undefined);
+  });
+
+  test('jobs run one at a time in arrival order, and are listed newest first', async () => {
+    const rows = (name: string, n: number) => `email,name,country,orders,amount,last_activity,status\n${Array.from({ length: n }, (_, i) => `${name}${i}.${emailCounter}@order.example.com,${name} ${i},Norway,1,5,2026-11-01,active`).join('\n')}\n`;
+    emailCounter++;
+    const first = await upload(rows('first', 30));
+    const second = await upload(rows('second', 30));
+    assert.deepEqual([first.status, second.status], [202, 202]);
+    const ended: string[] = [];
+    await Promise.all(
+      [first.body.id, second.body.id].map((id) => service.waitForLog((line) => line.msg === 'import job ended' && line.jobId === id).then(() => ended.push(id))),
+    );
+    const ids = async (prefix: string) => {
+      const list = await service.request('GET', `/v1/customers?search=${prefix}&limit=200&sort=name`, { token });
+      return list.body.items.map((c: { id: string }) => Number(c.id));
+    };
+    assert.ok(Math.max(...(await ids('first'))) < Math.min(...(await ids('second'))), 'every row of the first job is stored before the second');
+    const list = await service.request('GET', '/v1/customers/imports?limit=2', { token });
+    assert.deepEqual(list.body.items.map((j: { id: string }) => j.id), [second.body.id, first.body.id]);
+    assert.equal(list.body.page, 1);
+    assert.equal(list.body.limit, 2);
+  });
+
+  test('aggregates and segment counts include the imported rows at once', async () => {
+    const country = `Jobland ${++emailCounter}`;
+    const kpisBefore = (await service.request('GET', '/v1/customers/kpis', { token })).body;
+    const csv = `email,name,country,orders,amount,last_activity,status\n${Array.from({ length: 25 }, (_, i) => `agg${i}.${emailCounter}@jobs.example.com,Agg ${i},${country},2,10.10,2026-11-10,${i % 5 === 0 ? 'churned' : 'active'}`).join('\n')}\n`;
+    const { job } = await runJob(csv);
+    assert.equal(job.imported, 25);
+    const kpis = (await service.request('GET', '/v1/customers/kpis', { token })).body;
+    assert.equal(kpis.totalCustomers, kpisBefore.totalCustomers + 25);
+    assert.equal(kpis.statusCounts.churned, kpisBefore.statusCounts.churned + 5);
+    assert.equal(Math.round((kpis.totalTransactionValue - kpisBefore.totalTransactionValue) * 100), 25 * 1010);
+    const preview = await service.request('POST', '/v1/segments/preview', { token, body: { conditions: [{ field: 'country', operator: 'eq', value: country }] } });
+    assert.equal(preview.body.matchCount, 25);
+  });
+
+  test('an unknown job is 404, and its failures too', async () => {
+    assertProblem(await service.request('GET', '/v1/customers/imports/no-such-job', { token }), 404, 'not_found');
+    assertProblem(await service.request('GET', '/v1/customers/imports/no-such-job/failures.csv', { token }), 404, 'not_found');
+  });
+
+  test('failures.csv defuses cells a spreadsheet would run as formulas', async () => {
+    const { job } = await runJob('email,name\n=HYPERLINK("http://evil"),x\n');
+    assert.equal(job.skipped, 1);
+    assert.equal(
+      await failuresCsv(job.id),
+      `line,email,reason\r\n2,"'=hyperlink(""http://evil"")","Invalid email, country, totalTransactions, totalAmountSpent, lastActivityDate, status."\r\n`,
+    );
+  });
+});
