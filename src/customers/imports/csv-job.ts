@@ -13,9 +13,16 @@ import { duplicateReason } from './row-check.ts';
 
 /** How long one transaction should take: other writers wait at most about this long for the lock. */
 const TRANSACTION_MS = 100;
-const FIRST_BATCH = 4_000;
-const MIN_BATCH = 1_000;
-const MAX_BATCH = 50_000;
+const FIRST_BATCH = 2_000;
+const MIN_BATCH = 500;
+const MAX_BATCH = 25_000;
+/** A transaction is at most this many times larger than the last: one whose rows suddenly cost more stays short. */
+const MAX_GROWTH = 1.5;
+/**
+ * A pause after each transaction, so a writer of the service waiting for the lock gets it: SQLite's busy handler
+ * retries at intervals of up to 25 ms in the first few hundred, and without a gap it could wait out many commits.
+ */
+const GAP_MS = 30;
 /** Parsed batches asked for ahead of the writer, so parsing never waits for a commit nor runs far ahead of it. */
 const BATCHES_AHEAD = 4;
 
@@ -66,7 +73,8 @@ export async function runCsvJob(job: JobToRun, path: string, deps: CsvJobDeps): 
     deps.onCommit({ seq: job.seq, generation, stored: stored.filter((s): s is StoredCustomer => s !== undefined) });
     // Sized by the last one: rows cost more as the indexes grow, and less once their pages are cached.
     const elapsed = Math.max(1, performance.now() - started);
-    batchSize = Math.round(Math.min(MAX_BATCH, Math.max(MIN_BATCH, Math.max(batch.length, MIN_BATCH) * (TRANSACTION_MS / elapsed))));
+    const rowsDone = Math.max(batch.length, MIN_BATCH);
+    batchSize = Math.round(Math.min(MAX_BATCH, rowsDone * MAX_GROWTH, Math.max(MIN_BATCH, rowsDone * (TRANSACTION_MS / elapsed))));
   };
 
   const add = (parsed: ParsedBatch) => {
@@ -79,7 +87,9 @@ export async function runCsvJob(job: JobToRun, path: string, deps: CsvJobDeps): 
   for await (const message of parsedBatches(job, path)) {
     if (message.type === 'batch') {
       add(message);
-      if (records.length + skipped.length >= batchSize) commit();
+      if (records.length + skipped.length < batchSize) continue;
+      commit();
+      await new Promise((resolve) => setTimeout(resolve, GAP_MS));
       continue;
     }
     bytes = message.bytes;

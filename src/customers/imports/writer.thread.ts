@@ -23,10 +23,12 @@ const port = parentPort!;
 // pages an import reads again from the file (the operating system's cache, not the disk, on a warm machine).
 const { path, cacheMiB } = workerData as { path: string; cacheMiB: number };
 const db = openWriterConnection(path, cacheMiB);
-// The checkpointer thread checkpoints; a commit here never does.
+// The checkpointer thread checkpoints after JSON imports, this thread itself during CSV jobs; a commit never does.
 db.pragma('wal_autocheckpoint = 0');
 // After a checkpoint lets the log start over, a log file grown by a long import is cut back to 64 MiB.
 db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+// A writer of the service holds the lock for a moment only; this thread waits for it as long as openDatabase does.
+const BUSY_TIMEOUT_MS = 5000;
 
 let rowsSinceCheckpoint = 0;
 let idle: NodeJS.Timeout | undefined;
@@ -51,11 +53,34 @@ const queue = createImportQueue(writes, (reply) => {
 });
 const progress = jobProgressWriter(db);
 
+/**
+ * A job writes faster than the checkpointer thread can copy the log back, and a log is started over only when it
+ * has been copied to its end and no reader is in it: it would grow by gigabytes. So during a job this thread
+ * checkpoints itself after this many rows, between two transactions (PASSIVE: nobody waits for it), then tries to
+ * start the log over at once (RESTART without waiting: a reader in the log right now just means next time).
+ */
+const JOB_CHECKPOINT_ROWS = 10_000;
+const copyLog = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+const restartLog = db.prepare('PRAGMA wal_checkpoint(RESTART)');
+const checkpointDuringJob = () => {
+  copyLog.run();
+  db.pragma('busy_timeout = 0');
+  try {
+    restartLog.run();
+  } finally {
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  }
+};
+
 /** Runs a CSV import job between the group commits of JSON imports, telling the service of each transaction. */
 async function runJob(job: JobToRun, path: string): Promise<void> {
+  let rowsSinceCheckpoint = 0;
   const onCommit: Parameters<typeof runCsvJob>[2]['onCommit'] = (commit) => {
     post({ type: 'job-commit', ...commit });
-    wrote(commit.stored.length);
+    rowsSinceCheckpoint += commit.stored.length;
+    if (rowsSinceCheckpoint < JOB_CHECKPOINT_ROWS) return;
+    rowsSinceCheckpoint = 0;
+    checkpointDuringJob();
   };
   const status = await runCsvJob(job, path, { writes, progress, onCommit }).catch(() => 'failed' as const);
   post({ type: 'job-end', seq: job.seq, status });
