@@ -1,7 +1,7 @@
 // The benchmark's CSV import jobs: a file uploaded as one job, followed to its end, while another client reads the
 // KPIs and edits a customer in a loop to measure how long other requests wait meanwhile.
 import { readFile } from 'node:fs/promises';
-import { log, percentile } from './bench-support.ts';
+import { log, percentile, startProcess } from './bench-support.ts';
 
 export interface JobLoad {
   rows: number;
@@ -71,6 +71,56 @@ export async function csvJobLoad(base: string, token: string, file: string, rows
   log(
     `  CSV job of ${rows.toLocaleString('en')} rows (${result.fileMb.toFixed(0)} MB): ${Math.round(result.rowsPerSecond).toLocaleString('en')} rows/s upload to completed ` +
       `(upload ${Math.round(uploadMs)} ms); other requests meanwhile: worst ${Math.round(result.othersWorstMs)} ms, p99 ${Math.round(result.othersP99Ms)} ms over ${waits.length}`,
+  );
+  return result;
+}
+
+export interface BackupLoad {
+  backupMs: number;
+  /** 1000-row imports committed while the backup ran. */
+  importsDuring: number;
+  othersWorstMs: number;
+  othersP99Ms: number;
+  othersSamples: number;
+}
+
+/**
+ * Runs `npm run backup` of `database` into `out` while two clients send the import bodies (1000 rows each) to the
+ * service at `base` and a third reads the KPIs in a loop, all until the backup ends. Throws if the backup fails.
+ */
+export async function backupDuringImports(base: string, token: string, database: string, out: string, bodies: string[]): Promise<BackupLoad> {
+  const auth = { authorization: `Bearer ${token}` };
+  const started = performance.now();
+  const backup = startProcess(['--import', 'tsx', 'scripts/backup.ts', '--out', out, '--database', database], {}, 'data/bench-backup.log');
+  let running = true;
+  const ended = new Promise<number | null>((resolve) => backup.once('exit', (code) => resolve(code))).then((code) => {
+    running = false;
+    return code;
+  });
+  let next = 0;
+  let importsDuring = 0;
+  const importer = async () => {
+    while (running && next < bodies.length) {
+      const reply = await fetch(`${base}/v1/customers/import`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: bodies[next++] });
+      await reply.arrayBuffer();
+      if (running) importsDuring++;
+    }
+  };
+  const waits: number[] = [];
+  const reader = async () => {
+    while (running) {
+      const begun = performance.now();
+      await (await fetch(`${base}/v1/customers/kpis`, { headers: auth })).arrayBuffer();
+      waits.push(performance.now() - begun);
+      await sleep(5);
+    }
+  };
+  const [code] = await Promise.all([ended, importer(), importer(), reader()]);
+  if (code !== 0) throw new Error(`npm run backup exited with ${code}; see data/bench-backup.log`);
+  const result = { backupMs: performance.now() - started, importsDuring, othersWorstMs: Math.max(...waits), othersP99Ms: percentile(waits, 0.99), othersSamples: waits.length };
+  log(
+    `  Backup of the live database: ${Math.round(result.backupMs).toLocaleString('en')} ms with ${importsDuring} imports of 1000 rows committed meanwhile; ` +
+      `GET /v1/customers/kpis waited at most ${Math.round(result.othersWorstMs)} ms (p99 ${Math.round(result.othersP99Ms)} ms)`,
   );
   return result;
 }

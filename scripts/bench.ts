@@ -14,7 +14,7 @@ import { hashPassword } from '../src/domain/passwords.ts';
 import { compileConditions, type Condition } from '../src/domain/segments.ts';
 import { benchCampaigns } from './bench-campaigns.ts';
 import { benchChat } from './bench-chat.ts';
-import { csvJobLoad, type JobLoad } from './bench-imports.ts';
+import { backupDuringImports, csvJobLoad, type JobLoad } from './bench-imports.ts';
 import { writeCustomersCsv } from './csv-file.ts';
 import { load as loadFor, log, percentile, rssMb, startProcess as start, waitFor, type LoadOptions } from './bench-support.ts';
 import { seedDatabase } from './seed.ts';
@@ -287,8 +287,8 @@ async function main(): Promise<void> {
   const clients = 4;
   const requests = 60;
   const bodies: string[] = [];
-  const fresh = syntheticCustomers(requests * 1000, { seed: 7, firstSerial: 50_000_000 });
-  for (let b = 0; b < requests; b++) {
+  const fresh = syntheticCustomers(requests * 2 * 1000, { seed: 7, firstSerial: 50_000_000 });
+  for (let b = 0; b < requests * 2; b++) {
     const customers = [];
     for (let i = 0; i < 1000; i++) {
       const c = fresh.next().value!;
@@ -304,13 +304,20 @@ async function main(): Promise<void> {
     }
     bodies.push(JSON.stringify({ customers }));
   }
-  const imports = await importLoad(api, token, bodies, clients);
+  const imports = await importLoad(api, token, bodies.slice(0, requests), clients);
   const importRowsPerSecond = imports.rowsPerSecond;
   log(
     `Import: ${Math.round(importRowsPerSecond).toLocaleString('en')} rows/s (${requests} requests of 1000 rows from ${clients} clients; ` +
       `slowest request ${Math.round(imports.worstImportMs)} ms); GET /v1/customers/kpis meanwhile: worst ${Math.round(imports.kpisWorstMs)} ms, ` +
       `p99 ${Math.round(imports.kpisP99Ms)} ms over ${imports.kpisSamples} requests`,
   );
+
+  // A backup of the live database (npm run backup, another process) while imports go on.
+  log('Backup while imports run:');
+  const backupFile = 'data/bench-backup.db';
+  rmSync(backupFile, { force: true });
+  const backup = await backupDuringImports(api(''), token, RUN, backupFile, bodies.slice(requests));
+  rmSync(backupFile, { force: true });
 
   // CSV import jobs of a million rows: into this base of a million, then into an empty base.
   log(`Writing two CSV files of ${CUSTOMERS.toLocaleString('en')} rows...`);
@@ -363,6 +370,7 @@ async function main(): Promise<void> {
     importRowsPerSecond,
     import: imports,
     csvJobs: { intoFullBase: jobIntoFull, intoEmptyBase: jobIntoEmpty },
+    backup,
     startupMs,
     peakRssMb: Math.max(peakRss, emptyPeakRss),
     peakRssMbByService: { fullBase: peakRss, emptyBase: emptyPeakRss },
@@ -391,6 +399,8 @@ async function main(): Promise<void> {
     `Import through HTTP in 1000-row requests from ${clients} clients: ${Math.round(importRowsPerSecond).toLocaleString('en')} rows/s ` +
       `(slowest request ${Math.round(imports.worstImportMs)} ms); GET /v1/customers/kpis meanwhile waited at most ${Math.round(imports.kpisWorstMs)} ms ` +
       `(p99 ${Math.round(imports.kpisP99Ms)} ms). Seed of ${base.toLocaleString('en')} customers into an empty database: ${seedRowsPerSecond.toLocaleString('en')} rows/s.`,
+    `Backup of the live database (${base.toLocaleString('en')} customers) while imports ran: ${Math.round(backup.backupMs).toLocaleString('en')} ms, ` +
+      `${backup.importsDuring} imports of 1000 rows meanwhile; GET /v1/customers/kpis waited at most ${Math.round(backup.othersWorstMs)} ms (p99 ${Math.round(backup.othersP99Ms)} ms).`,
     jobLine('into a base of a million', jobIntoFull),
     jobLine('into an empty base', jobIntoEmpty),
     `Start-up to /health: ${Math.round(startupMs)} ms. Peak RSS of the service: ${Math.round(peakRss)} MB on the full base, ${Math.round(emptyPeakRss)} MB on the empty one. Audience index load: ${Math.round(audienceLoadMs)} ms.`,
