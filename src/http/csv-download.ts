@@ -3,6 +3,7 @@
 // defused.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Context } from './context.ts';
+import { drained } from './drain.ts';
 
 /** Rows written between two turns of the event loop. */
 const ROWS_PER_TURN = 500;
@@ -31,16 +32,7 @@ export async function sendCsv(ctx: Context, fileName: string, header: readonly s
   });
   const gone = () => signal.aborted || res.destroyed;
   const write = async (chunk: string) => {
-    if (res.write(chunk) || gone()) return;
-    await new Promise<void>((resolve) => {
-      const finish = () => {
-        res.off('drain', finish);
-        signal.removeEventListener('abort', finish);
-        resolve();
-      };
-      res.on('drain', finish);
-      signal.addEventListener('abort', finish);
-    });
+    if (!res.write(chunk) && !gone()) await drained(res, signal);
   };
 
   await write(`${header.map(csvCell).join(',')}\r\n`);

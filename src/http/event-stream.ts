@@ -1,5 +1,6 @@
 // The server side of server-sent events: headers once, `data:` frames, heartbeats, back-pressure, abort.
 import type { Context } from './context.ts';
+import { drained } from './drain.ts';
 
 export interface EventStream {
   /** Sends one event whose `data` is the JSON of `event`; waits while the client is not reading. False once the client is gone. */
@@ -31,15 +32,7 @@ export function openEventStream(ctx: Context, heartbeatMs: number): EventStream 
     if (gone()) return false;
     lastWrite = Date.now();
     if (res.write(chunk)) return true;
-    await new Promise<void>((resolve) => {
-      const finish = () => {
-        res.off('drain', finish);
-        signal.removeEventListener('abort', finish);
-        resolve();
-      };
-      res.on('drain', finish);
-      signal.addEventListener('abort', finish);
-    });
+    await drained(res, signal);
     return !gone();
   };
 
