@@ -14,9 +14,8 @@ import { createCustomerRepository, type CustomerRepository } from './store/repos
 export { bulkInsertCustomers } from './bulk/bulk-load.ts';
 export { repairInterruptedBulkLoad } from './bulk/recovery.ts';
 export { duplicateReason, rowChecker, toRecord } from './imports/row-check.ts';
-export { CSV_FIELDS } from './imports/csv-columns.ts';
-export { IMPORT_JOB_STATUSES, type ImportJob, type SkippedRow } from './imports/job-store.ts';
-export type { ImportJobs, Upload } from './imports/jobs.ts';
+export { IMPORT_JOB_STATUSES } from './imports/job-store.ts';
+export type { ImportJobs } from './imports/jobs.ts';
 export type { AudienceIndex } from './audience/audience-index.ts';
 export type { CustomerChangeFeed, CustomerChangeListener } from './change-feed.ts';
 export type { CustomerQuery, CustomerRepository } from './store/repository.ts';

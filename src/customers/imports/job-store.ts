@@ -69,8 +69,6 @@ function toJob(row: JobRow): ImportJob {
   };
 }
 
-export type ImportJobStore = ReturnType<typeof createImportJobStore>;
-
 /** Skipped rows read per query of failures.csv. */
 const SKIPPED_PAGE = 1000;
 
