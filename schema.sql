@@ -136,7 +136,12 @@ CREATE TABLE IF NOT EXISTS campaigns (
   model          TEXT NOT NULL,
   created_by     TEXT NOT NULL,                  -- a user id; kept when the user is gone
   created_at     INTEGER NOT NULL,
-  updated_at     INTEGER NOT NULL
+  updated_at     INTEGER NOT NULL,
+  -- Version 5: the audience frozen at approval, kept while approved or sent; NULL before, and reopening clears it.
+  audience_conditions  TEXT CHECK (audience_conditions IS NULL OR json_valid(audience_conditions)),
+  audience_description TEXT,
+  audience_size        INTEGER CHECK (audience_size IS NULL OR audience_size >= 0),
+  approved_at          INTEGER
 ) STRICT;
 
 -- campaigns.list filtered by status, by channel, or by segment, newest first.

@@ -153,6 +153,7 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('DELETE', '/v1/campaigns/{id}', SIGNED_IN, campaigns.remove),
     route('PATCH', '/v1/campaigns/{id}/status', SIGNED_IN, campaigns.setStatus),
     route('GET', '/v1/campaigns/{id}/events', SIGNED_IN, campaigns.events),
+    route('GET', '/v1/campaigns/{id}/audience', SIGNED_IN, campaigns.audience),
 
     route('POST', '/v1/chat/threads', SIGNED_IN, chat.createThread),
     route('GET', '/v1/chat/threads', SIGNED_IN, chat.listThreads),

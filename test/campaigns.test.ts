@@ -276,9 +276,10 @@ describe('machine description', () => {
     ['campaigns.delete', 'delete', '/v1/campaigns/{id}'],
     ['campaigns.setStatus', 'patch', '/v1/campaigns/{id}/status'],
     ['campaigns.events', 'get', '/v1/campaigns/{id}/events'],
+    ['campaigns.audience', 'get', '/v1/campaigns/{id}/audience'],
   ];
 
-  test('has the seven campaign operations under their operation ids', async () => {
+  test('has every campaign operation under its operation id, and no other', async () => {
     const reply = await service.request('GET', '/v1/openapi.json');
     assert.equal(reply.status, 200);
     for (const [operationId, method, path] of OPERATIONS) {

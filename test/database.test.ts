@@ -115,6 +115,33 @@ test('a version-1 database upgrades in place: rows intact, user_version current,
   }
 });
 
+test('a version-4 database upgrades to 5: campaigns gain the frozen-audience columns, empty, and keep their rows', () => {
+  const path = join(tempDir(), 'v4.db');
+  const made = openDatabase(path);
+  for (const column of ['audience_conditions', 'audience_description', 'audience_size', 'approved_at']) made.exec(`ALTER TABLE campaigns DROP COLUMN ${column}`);
+  made.prepare(
+    `INSERT INTO campaigns (id, segment_id, segment_name, objective, channel, tone, title, message, call_to_action, status, model, created_by, created_at, updated_at)
+     VALUES ('c1', 's1', 'Segment', 'Objective text', 'sms', 'friendly', 'T', 'M', 'C', 'approved', 'local', 'u1', 1, 2)`,
+  ).run();
+  made.pragma('user_version = 4');
+  made.close();
+
+  const db = openDatabase(path);
+  try {
+    assert.equal(db.pragma('user_version', { simple: true }), SCHEMA_VERSION);
+    const row = db.prepare('SELECT id, status, audience_conditions, audience_description, audience_size, approved_at FROM campaigns').get();
+    assert.deepEqual(row, { id: 'c1', status: 'approved', audience_conditions: null, audience_description: null, audience_size: null, approved_at: null });
+    const fresh = openDatabase(join(tempDir(), 'fresh5.db'));
+    try {
+      assert.deepEqual(describe(db), describe(fresh));
+    } finally {
+      fresh.close();
+    }
+  } finally {
+    db.close();
+  }
+});
+
 test('opening a database twice is harmless: the schema is applied idempotently and data stays', () => {
   const path = join(tempDir(), 'twice.db');
   const first = openDatabase(path);

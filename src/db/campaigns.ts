@@ -4,6 +4,7 @@ import type { CampaignCopy, CampaignStatus, Channel, Tone } from '../domain/camp
 import { AppError } from '../domain/errors.ts';
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './database.ts';
+import type { StoredCondition } from './segments.ts';
 
 /** A campaign as the API shows it: exactly these fields. */
 export interface Campaign extends CampaignCopy {
@@ -30,6 +31,36 @@ export interface CampaignEvent {
   at: string;
 }
 
+/** The audience a campaign was approved for: the segment's conditions and size at that moment. */
+export interface FrozenAudience {
+  conditions: StoredCondition[];
+  description: string;
+  sizeAtApproval: number;
+  approvedAt: string;
+}
+
+/** A move of the review workflow, as the `onMove` hook hears it inside the move's transaction. */
+export interface CampaignMove {
+  /** The campaign after the move. */
+  campaign: Campaign;
+  from: CampaignStatus;
+  to: CampaignStatus;
+  /** The id of the user who moved it. */
+  by: string;
+  note: string | null;
+  /** The audience frozen by this move: set when `to` is `approved`. */
+  audience: FrozenAudience | undefined;
+  at: Date;
+}
+
+export interface CampaignHooks {
+  /**
+   * Called inside the transaction of every move, after it is written: what it writes commits or rolls back with the
+   * move (the webhook outbox). It must not await.
+   */
+  onMove?: (move: CampaignMove) => void;
+}
+
 export interface CampaignFilter {
   status?: CampaignStatus;
   channel?: Channel;
@@ -51,6 +82,20 @@ interface CampaignRow {
   created_by: string;
   created_at: number;
   updated_at: number;
+  audience_conditions: string | null;
+  audience_description: string | null;
+  audience_size: number | null;
+  approved_at: number | null;
+}
+
+function toAudience(row: CampaignRow): FrozenAudience | undefined {
+  if (row.audience_conditions === null || row.approved_at === null) return undefined;
+  return {
+    conditions: JSON.parse(row.audience_conditions) as StoredCondition[],
+    description: row.audience_description ?? '',
+    sizeAtApproval: row.audience_size ?? 0,
+    approvedAt: new Date(row.approved_at).toISOString(),
+  };
 }
 
 function toCampaign(row: CampaignRow): Campaign {
@@ -72,12 +117,21 @@ function toCampaign(row: CampaignRow): Campaign {
   };
 }
 
+/** A move as the caller asks for it; approving carries the segment's conditions and their count at that moment. */
+export interface MoveRequest {
+  from: CampaignStatus;
+  to: CampaignStatus;
+  note: string | null;
+  userId: string;
+  audience?: { conditions: StoredCondition[]; description: string; size: number };
+}
+
 const FILTER_COLUMNS = { status: 'status', channel: 'channel', segmentId: 'segment_id' } as const;
 
 export type CampaignRepository = ReturnType<typeof createCampaignRepository>;
 
-/** Returns the campaign queries, prepared once. */
-export function createCampaignRepository(db: Db) {
+/** Returns the campaign queries, prepared once; `hooks.onMove` hears every move inside its transaction. */
+export function createCampaignRepository(db: Db, hooks: CampaignHooks = {}) {
   const byId = db.prepare<[string], CampaignRow>('SELECT * FROM campaigns WHERE id = ?');
   /** The list statements for one combination of filters, prepared on first use: each can use its own index. */
   const listStatements = new Map<string, { page: Statement<Record<string, unknown>, CampaignRow>; count: Statement<Record<string, unknown>, { n: number }> }>();
@@ -103,7 +157,15 @@ export function createCampaignRepository(db: Db) {
     `UPDATE campaigns SET title = @title, message = @message, call_to_action = @callToAction, updated_at = @now
      WHERE id = @id AND status = 'draft'`,
   );
-  const move = db.prepare('UPDATE campaigns SET status = @to, updated_at = @now WHERE id = @id AND status = @from');
+  // Approval freezes the audience; a move back to draft clears it; marking sent keeps it.
+  const move = db.prepare(
+    `UPDATE campaigns SET status = @to, updated_at = @now,
+       audience_conditions = CASE @to WHEN 'approved' THEN @conditions WHEN 'draft' THEN NULL ELSE audience_conditions END,
+       audience_description = CASE @to WHEN 'approved' THEN @description WHEN 'draft' THEN NULL ELSE audience_description END,
+       audience_size = CASE @to WHEN 'approved' THEN @size WHEN 'draft' THEN NULL ELSE audience_size END,
+       approved_at = CASE @to WHEN 'approved' THEN @now WHEN 'draft' THEN NULL ELSE approved_at END
+     WHERE id = @id AND status = @from`,
+  );
   const remove = db.prepare("DELETE FROM campaigns WHERE id = ? AND status = 'draft'");
   const addEvent = db.prepare(
     'INSERT INTO campaign_events (campaign_id, from_status, to_status, note, actor_id, at) VALUES (@id, @from, @to, @note, @userId, @now)',
@@ -134,10 +196,24 @@ export function createCampaignRepository(db: Db) {
     addEvent.run({ id: params.id, from: null, to: 'draft', note: null, userId: params.createdBy, now: params.now });
   });
 
-  const moveCampaign = db.transaction((id: string, from: CampaignStatus, to: CampaignStatus, note: string | null, userId: string, now: number) => {
+  const moveCampaign = db.transaction((id: string, change: MoveRequest, now: Date) => {
+    const { from, to, note, userId, audience } = change;
+    const frozen = to === 'approved' ? audience : undefined;
+    if (to === 'approved' && !frozen) throw new Error('Approval needs the audience to freeze.');
+    const params = {
+      id,
+      from,
+      to,
+      now: now.getTime(),
+      conditions: frozen ? JSON.stringify(frozen.conditions) : null,
+      description: frozen?.description ?? null,
+      size: frozen?.size ?? null,
+    };
     // Compare-and-set on the status read by the caller: a concurrent move makes this one a conflict, not a lost update.
-    if (move.run({ id, from, to, now }).changes === 0) throw new AppError('conflict', 'The campaign changed meanwhile; read it again and retry.');
-    addEvent.run({ id, from, to, note, userId, now });
+    if (move.run(params).changes === 0) throw new AppError('conflict', 'The campaign changed meanwhile; read it again and retry.');
+    addEvent.run({ id, from, to, note, userId, now: params.now });
+    const row = byId.get(id)!;
+    hooks.onMove?.({ campaign: toCampaign(row), from, to, by: userId, note, audience: to === 'approved' ? toAudience(row) : undefined, at: now });
   });
 
   return {
@@ -177,11 +253,21 @@ export function createCampaignRepository(db: Db) {
       return getCampaign(id);
     },
 
-    /** Moves the campaign from `from` to `to` and records who did it; throws `conflict` if its status is no longer `from`. */
-    moveCampaign(id: string, move: { from: CampaignStatus; to: CampaignStatus; note: string | null; userId: string }, now: Date): Campaign {
-      moveCampaign.immediate(id, move.from, move.to, move.note, move.userId, now.getTime());
+    /**
+     * Moves the campaign from `from` to `to` and records who did it; approval (`audience` required) freezes the
+     * audience and a move back to draft clears it. Throws `conflict` if its status is no longer `from`.
+     */
+    moveCampaign(id: string, change: MoveRequest, now: Date): Campaign {
+      moveCampaign.immediate(id, change, now);
       changed();
       return getCampaign(id);
+    },
+
+    /** Returns the audience frozen at approval, or undefined before approval; throws `not_found`. */
+    getAudience(id: string): FrozenAudience | undefined {
+      const row = byId.get(id);
+      if (!row) throw new AppError('not_found', `No campaign with id ${id}.`);
+      return toAudience(row);
     },
 
     /** Deletes a draft and its trail; throws `not_found`, or `conflict` when it is not a draft. */

@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 export type Db = Database.Database;
 
 /** The schema version this release writes; `PRAGMA user_version` holds the version of a database. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /**
  * Steps that bring a database from version N to N + 1, for changes `CREATE ... IF NOT EXISTS`
@@ -19,6 +19,13 @@ export const SCHEMA_VERSION = 4;
 const UPGRADES: Record<number, (db: Db) => void> = {
   // 3 -> 4: an assistant reply cut at the token budget is marked. Older databases get the table from schema.sql.
   3: (db) => addColumn(db, 'chat_messages', 'truncated', 'INTEGER NOT NULL DEFAULT 0 CHECK (truncated IN (0, 1))'),
+  // 4 -> 5: approval freezes the campaign's audience.
+  4: (db) => {
+    addColumn(db, 'campaigns', 'audience_conditions', 'TEXT CHECK (audience_conditions IS NULL OR json_valid(audience_conditions))');
+    addColumn(db, 'campaigns', 'audience_description', 'TEXT');
+    addColumn(db, 'campaigns', 'audience_size', 'INTEGER CHECK (audience_size IS NULL OR audience_size >= 0)');
+    addColumn(db, 'campaigns', 'approved_at', 'INTEGER');
+  },
 };
 
 /** Adds a column to a table that exists without it; a table still to be created by schema.sql is left to it. */

@@ -13,6 +13,7 @@ import type { LanguageModel } from '../llm/model.ts';
 import { IdParams, NullBody } from '../schemas/common.ts';
 import {
   Campaign,
+  CampaignAudience,
   CampaignChanges,
   CampaignEventList,
   CampaignListQuery,
@@ -120,7 +121,7 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
     body: StatusChange,
     response: Campaign,
     problems: ['not_found', 'forbidden', 'conflict'],
-    handle({ params, body, user }) {
+    async handle({ params, body, user }) {
       const current = campaigns.getCampaign(params.id);
       const from = current.status;
       const to = body.status;
@@ -131,7 +132,39 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
         const moves = allowed.length ? `it can move to ${allowed.join(' or ')}` : 'it can move nowhere';
         throw new AppError('conflict', `The campaign is ${from}: ${moves}, not to ${to}.`);
       }
-      return campaigns.moveCampaign(params.id, { from, to, note: body.note ?? null, userId: user.id }, clock());
+      const audienceToFreeze = to === 'approved' ? await segmentAudience(current.segmentId, current.segmentName) : undefined;
+      return campaigns.moveCampaign(params.id, { from, to, note: body.note ?? null, userId: user.id, audience: audienceToFreeze }, clock());
+    },
+  });
+
+  /** The segment's conditions and live size, frozen when a campaign for it is approved; `conflict` when it is gone. */
+  const segmentAudience = async (segmentId: string, segmentName: string) => {
+    const segment = segments.findSegment(segmentId);
+    if (!segment) throw new AppError('conflict', `The segment "${segmentName}" was deleted, so there is no audience to approve; draft the campaign again for a saved segment.`);
+    const size = await audience.count(compileConditions(segment.conditions, clock()));
+    return { conditions: segment.conditions, description: describeAudience(segment.conditions), size };
+  };
+
+  const frozenAudience = operation({
+    operationId: 'campaigns.audience',
+    summary:
+      'The audience frozen when the campaign was approved (the segment\'s conditions, in words, and their size then), with its size now. 409 before approval.',
+    tag: 'campaigns',
+    params: IdParams,
+    response: CampaignAudience,
+    problems: ['not_found', 'conflict'],
+    async handle({ params }) {
+      const frozen = campaigns.getAudience(params.id);
+      if (!frozen) {
+        const { status } = campaigns.getCampaign(params.id);
+        const why =
+          status === 'draft' || status === 'in_review'
+            ? `The campaign is ${status}: its audience is frozen when it is approved.`
+            : `The campaign was ${status === 'sent' ? 'sent' : 'approved'} before this release froze audiences at approval, so it has none; reopen and approve it again to freeze one.`;
+        throw new AppError('conflict', why);
+      }
+      const sizeNow = await audience.count(compileConditions(frozen.conditions, clock()));
+      return { ...frozen, sizeNow };
     },
   });
 
@@ -147,5 +180,5 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
     },
   });
 
-  return { generate, list, get, update, remove, setStatus, events };
+  return { generate, list, get, update, remove, setStatus, events, audience: frozenAudience };
 }

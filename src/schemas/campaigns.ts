@@ -2,6 +2,7 @@
 import * as v from 'valibot';
 import { CAMPAIGN_STATUSES, CHANNEL_LIMITS, CHANNELS, TONES, type Channel as ChannelName } from '../domain/campaigns.ts';
 import { Counter, MAX_COUNTER, nonBlankPattern, Timestamp, TrimmedText } from './common.ts';
+import { StoredCondition } from './segments.ts';
 
 const oneOf = <T extends readonly string[]>(values: T) => v.picklist(values, `Must be one of ${values.join(', ')}.`);
 
@@ -100,6 +101,14 @@ export const Campaign = v.strictObject({
   createdBy: v.pipe(v.string(), v.description('The id of the user who generated it.')),
   createdAt: Timestamp,
   updatedAt: Timestamp,
+});
+
+export const CampaignAudience = v.strictObject({
+  conditions: v.pipe(v.array(StoredCondition), v.description("The segment's conditions when the campaign was approved; later edits of the segment do not change them.")),
+  description: v.pipe(v.string(), v.description('The conditions in words: "customers in Germany with at least 5 purchases".')),
+  sizeAtApproval: v.pipe(Counter, v.description('How many customers matched at approval.')),
+  approvedAt: Timestamp,
+  sizeNow: v.pipe(Counter, v.description('How many customers match the frozen conditions now.')),
 });
 
 export const CampaignPage = v.object({

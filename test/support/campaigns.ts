@@ -218,3 +218,15 @@ export function promptText(body: any): string {
 export function conversation(body: any): { role: string; content: string }[] {
   return (body.messages as { role: string; content: string }[]).filter((m) => m.role !== 'system');
 }
+
+/** Moves a campaign along the review path to `status` (`in_review` by `author`, every later move by `reviewer`); returns it. */
+export async function moveCampaignTo(service: TestService, ids: { campaign: string; author: string; reviewer: string }, status: 'in_review' | 'approved' | 'sent'): Promise<Campaign> {
+  const path = ['in_review', 'approved', 'sent'];
+  let reply: Reply | undefined;
+  for (const step of path.slice(0, path.indexOf(status) + 1)) {
+    const token = step === 'in_review' ? ids.author : ids.reviewer;
+    reply = await service.request('PATCH', `/v1/campaigns/${ids.campaign}/status`, { token, body: { status: step } });
+    assert.equal(reply.status, 200, reply.text);
+  }
+  return reply!.body as Campaign;
+}
