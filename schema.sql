@@ -163,6 +163,22 @@ CREATE TABLE IF NOT EXISTS campaign_events (
 -- campaigns.events, oldest first; and the cascade when a draft is deleted.
 CREATE INDEX IF NOT EXISTS campaign_events_by_campaign ON campaign_events (campaign_id, id);
 
+-- Version 6: every copy a campaign has had, numbered from 1: generated, edited, revised, restored, and variants
+-- offered beside the current copy. campaigns.versions lists them oldest first by the primary key.
+CREATE TABLE IF NOT EXISTS campaign_versions (
+  campaign_id    TEXT NOT NULL REFERENCES campaigns (id) ON DELETE CASCADE,
+  version        INTEGER NOT NULL CHECK (version >= 1),
+  title          TEXT NOT NULL CHECK (length(title) > 0),
+  message        TEXT NOT NULL CHECK (length(message) > 0),
+  call_to_action TEXT NOT NULL CHECK (length(call_to_action) > 0),
+  source         TEXT NOT NULL CHECK (source IN ('generated', 'revised', 'edited', 'variant', 'restored')),
+  instruction    TEXT,                           -- what the marketer asked for (revised, variant)
+  model          TEXT,                           -- which generator wrote it (generated, revised, variant)
+  created_by     TEXT NOT NULL,                  -- a user id; kept when the user is gone
+  created_at     INTEGER NOT NULL,
+  PRIMARY KEY (campaign_id, version)
+) STRICT, WITHOUT ROWID;
+
 -- Requests made with an Idempotency-Key: a running marker, then the stored successful reply. Kept 24 hours.
 CREATE TABLE IF NOT EXISTS idempotency_keys (
   user_id      TEXT NOT NULL,

@@ -31,6 +31,7 @@ import { callsPerUser, failuresPerKey } from './http/rate-limits.ts';
 import { createLanguageModel } from './llm/index.ts';
 import type { Sleep } from './llm/sleep.ts';
 import { campaignOperations } from './routes/campaigns.ts';
+import { campaignVersionOperations } from './routes/campaign-versions.ts';
 import { chatOperations } from './routes/chat.ts';
 import { createConversation } from './chat/conversation.ts';
 import { Router } from './http/router.ts';
@@ -93,7 +94,9 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   const segmentRepository = createSegmentRepository(db);
   const segments = segmentOperations({ segments: segmentRepository, audience, clock });
   const model = createLanguageModel(config.llm, { logger, fetch, sleep, random, now: clock });
-  const campaigns = campaignOperations({ campaigns: createCampaignRepository(db), segments: segmentRepository, audience, model, clock });
+  const campaignRepository = createCampaignRepository(db);
+  const campaigns = campaignOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
+  const versions = campaignVersionOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
   /** One budget per user for everything that calls the model: campaign generation and chat messages. */
   const modelCalls = callsPerUser(new SlidingWindowLimiter({ limit: config.modelCallsPerMinute, windowMs: 60_000 }), clock);
   const chatRepository = createChatRepository(db);
@@ -154,6 +157,10 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('PATCH', '/v1/campaigns/{id}/status', SIGNED_IN, campaigns.setStatus),
     route('GET', '/v1/campaigns/{id}/events', SIGNED_IN, campaigns.events),
     route('GET', '/v1/campaigns/{id}/audience', SIGNED_IN, campaigns.audience),
+    route('POST', '/v1/campaigns/{id}/revise', SIGNED_IN, versions.revise, { idempotent, limit: modelCalls }),
+    route('POST', '/v1/campaigns/{id}/variants', SIGNED_IN, versions.variants, { idempotent, limit: modelCalls }),
+    route('GET', '/v1/campaigns/{id}/versions', SIGNED_IN, versions.versions),
+    route('POST', '/v1/campaigns/{id}/versions/{version}/restore', SIGNED_IN, versions.restore),
 
     route('POST', '/v1/chat/threads', SIGNED_IN, chat.createThread),
     route('GET', '/v1/chat/threads', SIGNED_IN, chat.listThreads),

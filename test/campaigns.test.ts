@@ -277,6 +277,10 @@ describe('machine description', () => {
     ['campaigns.setStatus', 'patch', '/v1/campaigns/{id}/status'],
     ['campaigns.events', 'get', '/v1/campaigns/{id}/events'],
     ['campaigns.audience', 'get', '/v1/campaigns/{id}/audience'],
+    ['campaigns.revise', 'post', '/v1/campaigns/{id}/revise'],
+    ['campaigns.variants', 'post', '/v1/campaigns/{id}/variants'],
+    ['campaigns.versions', 'get', '/v1/campaigns/{id}/versions'],
+    ['campaigns.restore', 'post', '/v1/campaigns/{id}/versions/{version}/restore'],
   ];
 
   test('has every campaign operation under its operation id, and no other', async () => {

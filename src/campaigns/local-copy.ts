@@ -3,7 +3,7 @@ import { CHANNEL_LIMITS, type CampaignCopy, type Tone } from '../domain/campaign
 import type { Brief } from './brief.ts';
 import { cleanText, cutAtWord, fitCopy } from './fit.ts';
 
-interface Voice {
+export interface Voice {
   opener: string;
   closer: string;
   callToAction: string;
@@ -12,7 +12,8 @@ interface Voice {
   title: (topic: string) => string;
 }
 
-const VOICES: Record<Tone, Voice> = {
+/** The local generator's voice per tone: its stock phrases, also what a local revision swaps. */
+export const VOICES: Record<Tone, Voice> = {
   professional: {
     opener: 'Hello,',
     closer: 'We would be glad to help you make the most of it.',
@@ -47,7 +48,7 @@ const VOICES: Record<Tone, Voice> = {
   },
 };
 
-function upperFirst(text: string): string {
+export function upperFirst(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 

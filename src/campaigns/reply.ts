@@ -2,6 +2,7 @@
 import * as v from 'valibot';
 import type { CampaignCopy } from '../domain/campaigns.ts';
 import { checkShape, describeErrors } from '../domain/shape.ts';
+import type { ReadResult } from '../llm/json-reply.ts';
 import { cleanText } from './fit.ts';
 
 const Part = v.pipe(v.string('Must be a string.'), v.transform((text) => cleanText(text, true)), v.minLength(1, 'Must not be empty.'));
@@ -39,10 +40,10 @@ const KEY_ALIASES: Record<string, keyof CampaignCopy> = {
   buttontext: 'callToAction',
 };
 
-export type ReadReply = { ok: true; copy: CampaignCopy } | { ok: false; problem: string };
+export type ReadReply = ReadResult<CampaignCopy>;
 
 /** Returns the first JSON object in the text: the whole text, inside code fences, or amid prose. */
-function findObject(text: string): unknown {
+export function findObject(text: string): unknown {
   const candidates = [text.trim()];
   const fenced = /```[a-zA-Z]*\s*([\s\S]*?)```/.exec(text);
   if (fenced?.[1]) candidates.push(fenced[1].trim());
@@ -80,7 +81,12 @@ export function readCampaignReply(text: string): ReadReply {
   if (typeof found !== 'object' || found === null || Array.isArray(found)) {
     return { ok: false, problem: 'The reply did not contain a JSON object.' };
   }
-  const shape = checkShape(CampaignReply, normaliseKeys(found as Record<string, unknown>), 'reply');
+  return readCopyObject(found as Record<string, unknown>, 'reply');
+}
+
+/** Reads one object as campaign copy, near-miss keys renamed; `at` names it in the problem. */
+export function readCopyObject(found: Record<string, unknown>, at: string): ReadReply {
+  const shape = checkShape(CampaignReply, normaliseKeys(found), at);
   if (!shape.ok) return { ok: false, problem: describeErrors(shape.errors) };
-  return { ok: true, copy: shape.value };
+  return { ok: true, value: shape.value };
 }

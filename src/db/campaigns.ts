@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { CampaignCopy, CampaignStatus, Channel, Tone } from '../domain/campaigns.ts';
 import { AppError } from '../domain/errors.ts';
 import type { Statement } from 'better-sqlite3';
+import { createCampaignVersionStatements, type CampaignVersion, type NewVersion } from './campaign-versions.ts';
 import type { Db } from './database.ts';
 import type { StoredCondition } from './segments.ts';
 
@@ -98,6 +99,10 @@ function toAudience(row: CampaignRow): FrozenAudience | undefined {
   };
 }
 
+function copyOf(copy: CampaignCopy): CampaignCopy {
+  return { title: copy.title, message: copy.message, callToAction: copy.callToAction };
+}
+
 function toCampaign(row: CampaignRow): Campaign {
   return {
     id: row.id,
@@ -154,9 +159,10 @@ export function createCampaignRepository(db: Db, hooks: CampaignHooks = {}) {
      VALUES (@id, @segmentId, @segmentName, @objective, @channel, @tone, @title, @message, @callToAction, 'draft', @model, @createdBy, @now, @now)`,
   );
   const edit = db.prepare(
-    `UPDATE campaigns SET title = @title, message = @message, call_to_action = @callToAction, updated_at = @now
+    `UPDATE campaigns SET title = @title, message = @message, call_to_action = @callToAction, model = coalesce(@model, model), updated_at = @now
      WHERE id = @id AND status = 'draft'`,
   );
+  const versions = createCampaignVersionStatements(db);
   // Approval freezes the audience; a move back to draft clears it; marking sent keeps it.
   const move = db.prepare(
     `UPDATE campaigns SET status = @to, updated_at = @now,
@@ -191,9 +197,51 @@ export function createCampaignRepository(db: Db, hooks: CampaignHooks = {}) {
     return found;
   };
 
-  const insertCampaign = db.transaction((params: Record<string, unknown>) => {
-    insert.run(params);
-    addEvent.run({ id: params.id, from: null, to: 'draft', note: null, userId: params.createdBy, now: params.now });
+  const insertCampaign = db.transaction((campaign: Omit<Campaign, 'id' | 'status' | 'createdAt' | 'updatedAt'>, id: string, now: Date) => {
+    insert.run({ ...campaign, id, now: now.getTime() });
+    addEvent.run({ id, from: null, to: 'draft', note: null, userId: campaign.createdBy, now: now.getTime() });
+    versions.append(id, { ...copyOf(campaign), source: 'generated', model: campaign.model, createdBy: campaign.createdBy }, now);
+  });
+
+  /** Makes `copy` the draft's current copy and records it as the next version; throws `not_found` or `conflict`. */
+  const replaceCopy = (id: string, copy: CampaignCopy, version: Omit<NewVersion, keyof CampaignCopy>, now: Date): CampaignVersion => {
+    if (edit.run({ id, ...copy, model: version.model ?? null, now: now.getTime() }).changes === 0) notDraft(id, 'edited');
+    return versions.append(id, { ...copy, ...version }, now);
+  };
+
+  /** Throws `not_found`, or `conflict` saying that only drafts can be `what`. */
+  const notDraft = (id: string, what: string): never => {
+    const current = getCampaign(id);
+    throw new AppError('conflict', `Only drafts can be ${what}; this campaign is ${current.status}.`);
+  };
+
+  /** A line of the trail that is no move: the draft stays a draft, the note says what happened to its copy. */
+  const noteOnDraft = (id: string, note: string, userId: string, now: Date) => addEvent.run({ id, from: 'draft', to: 'draft', note, userId, now: now.getTime() });
+
+  const editDraft = db.transaction((id: string, copy: CampaignCopy, userId: string, now: Date) => {
+    replaceCopy(id, copy, { source: 'edited', createdBy: userId }, now);
+  });
+
+  const reviseDraft = db.transaction((id: string, copy: CampaignCopy, by: { instruction: string; model: string; userId: string }, now: Date) => {
+    const { version } = replaceCopy(id, copy, { source: 'revised', instruction: by.instruction, model: by.model, createdBy: by.userId }, now);
+    noteOnDraft(id, `Revised as version ${version}: ${by.instruction}`, by.userId, now);
+  });
+
+  const addVariants = db.transaction((id: string, copies: CampaignCopy[], by: { instruction: string | null; model: string; userId: string }, now: Date): CampaignVersion[] => {
+    const current = byId.get(id);
+    if (current?.status !== 'draft') notDraft(id, 'given variants');
+    const added = copies.map((copy) => versions.append(id, { ...copy, source: 'variant', instruction: by.instruction, model: by.model, createdBy: by.userId }, now));
+    const numbers = added.map((v) => v.version);
+    noteOnDraft(id, `${added.length} variants offered as versions ${numbers.slice(0, -1).join(', ')} and ${numbers.at(-1)}${by.instruction ? `: ${by.instruction}` : ''}`, by.userId, now);
+    return added;
+  });
+
+  const restoreVersion = db.transaction((id: string, number: number, userId: string, now: Date) => {
+    getCampaign(id);
+    const chosen = versions.find(id, number);
+    if (!chosen) throw new AppError('not_found', `The campaign has no version ${number}.`);
+    const { version } = replaceCopy(id, copyOf(chosen), { source: 'restored', model: chosen.model ?? null, createdBy: userId }, now);
+    noteOnDraft(id, `Restored version ${number} as version ${version}`, userId, now);
   });
 
   const moveCampaign = db.transaction((id: string, change: MoveRequest, now: Date) => {
@@ -239,18 +287,40 @@ export function createCampaignRepository(db: Db, hooks: CampaignHooks = {}) {
     /** Stores a new draft and its creation event; returns it. */
     insertCampaign(campaign: Omit<Campaign, 'id' | 'status' | 'createdAt' | 'updatedAt'>, now: Date): Campaign {
       const id = randomUUID();
-      insertCampaign.immediate({ ...campaign, id, now: now.getTime() });
+      insertCampaign.immediate(campaign, id, now);
       changed();
       return getCampaign(id);
     },
 
-    /** Replaces the copy of a draft; throws `not_found`, or `conflict` when it is no longer a draft. */
-    editDraft(id: string, copy: CampaignCopy, now: Date): Campaign {
-      if (edit.run({ id, ...copy, now: now.getTime() }).changes === 0) {
-        const current = getCampaign(id);
-        throw new AppError('conflict', `Only drafts can be edited; this campaign is ${current.status}.`);
-      }
+    /** Replaces the copy of a draft by the user's edit, recorded as a version; throws `not_found`, or `conflict` when it is no longer a draft. */
+    editDraft(id: string, copy: CampaignCopy, userId: string, now: Date): Campaign {
+      editDraft.immediate(id, copy, userId, now);
       return getCampaign(id);
+    },
+
+    /** Makes a rewritten copy current, recorded as a `revised` version and in the trail; throws `not_found` or `conflict`. */
+    reviseDraft(id: string, copy: CampaignCopy, by: { instruction: string; model: string; userId: string }, now: Date): Campaign {
+      reviseDraft.immediate(id, copy, by, now);
+      changed();
+      return getCampaign(id);
+    },
+
+    /** Stores alternatives as `variant` versions, not made current, noted in the trail; throws `not_found` or `conflict`. */
+    addVariants(id: string, copies: CampaignCopy[], by: { instruction: string | null; model: string; userId: string }, now: Date): CampaignVersion[] {
+      return addVariants.immediate(id, copies, by, now);
+    },
+
+    /** Makes an earlier version's copy current again, as a new `restored` version; throws `not_found` or `conflict`. */
+    restoreVersion(id: string, version: number, userId: string, now: Date): Campaign {
+      restoreVersion.immediate(id, version, userId, now);
+      changed();
+      return getCampaign(id);
+    },
+
+    /** Returns the campaign's versions, oldest first; throws `not_found`. */
+    listVersions(id: string): CampaignVersion[] {
+      getCampaign(id);
+      return versions.list(id);
     },
 
     /**

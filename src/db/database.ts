@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 export type Db = Database.Database;
 
 /** The schema version this release writes; `PRAGMA user_version` holds the version of a database. */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /**
  * Steps that bring a database from version N to N + 1, for changes `CREATE ... IF NOT EXISTS`
@@ -79,6 +79,19 @@ function configure(db: Db, cacheKiB: number): void {
   db.pragma('busy_timeout = 5000');
 }
 
+/**
+ * Steps that fill a table schema.sql has just created from what a database of version N held, run after schema.sql
+ * when a database of version N or older is upgraded.
+ */
+const BACKFILLS: Record<number, (db: Db) => void> = {
+  // 5 -> 6: each existing campaign's copy becomes its version 1, as generated.
+  5: (db) =>
+    db.exec(
+      `INSERT OR IGNORE INTO campaign_versions (campaign_id, version, title, message, call_to_action, source, model, created_by, created_at)
+       SELECT id, 1, title, message, call_to_action, 'generated', model, created_by, created_at FROM campaigns`,
+    ),
+};
+
 function migrate(db: Db): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > SCHEMA_VERSION) {
@@ -87,6 +100,7 @@ function migrate(db: Db): void {
   db.transaction(() => {
     for (let from = version; from > 0 && from < SCHEMA_VERSION; from++) UPGRADES[from]?.(db);
     db.exec(SCHEMA_SQL);
+    for (let from = version; from > 0 && from < SCHEMA_VERSION; from++) BACKFILLS[from]?.(db);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
 }

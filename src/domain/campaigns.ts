@@ -10,6 +10,10 @@ export type Tone = (typeof TONES)[number];
 export const CAMPAIGN_STATUSES = ['draft', 'in_review', 'approved', 'sent'] as const;
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
 
+/** Where a version of a campaign's copy came from. */
+export const VERSION_SOURCES = ['generated', 'revised', 'edited', 'variant', 'restored'] as const;
+export type VersionSource = (typeof VERSION_SOURCES)[number];
+
 /** The three content parts of a campaign. */
 export interface CampaignCopy {
   title: string;

@@ -11,7 +11,7 @@ const KEY = /^[\x21-\x7e]{1,255}$/;
 const HEADER = 'Idempotency-Key';
 
 /**
- * Returns the guard: keys are scoped to the user and kept `ttlMs`. The same key and body (as canonical JSON) replays
+ * Returns the guard: keys are scoped to the user and kept `ttlMs`. The same key, path and body (as canonical JSON) replays
  * the stored reply with `Idempotency-Replayed: true`; another body is `conflict`; a duplicate arriving while the first
  * runs waits for it. Only successes are stored, so a retry after a failure runs again.
  */
@@ -25,7 +25,10 @@ export function idempotentRequests(keys: IdempotencyKeyRepository, clock: Clock,
     if (typeof header !== 'string' || !KEY.test(header)) throw invalidField(HEADER, 'Must be 1 to 255 visible ASCII characters.');
     const userId = ctx.user!.id;
     const operation = ctx.route!.operation.operationId;
-    const hash = createHash('sha256').update(canonicalJson(ctx.input!.rawBody)).digest('hex');
+    // The path's ids are part of the request: one key and body on another campaign is another request.
+    const params = ctx.input!.params as Record<string, unknown> | undefined;
+    const request = params && Object.keys(params).length > 0 ? { params, body: ctx.input!.rawBody } : ctx.input!.rawBody;
+    const hash = createHash('sha256').update(canonicalJson(request)).digest('hex');
     const slot = `${userId}\n${header}`;
 
     for (;;) {

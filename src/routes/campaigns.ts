@@ -86,7 +86,7 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
     body: CampaignChanges,
     response: Campaign,
     problems: ['not_found', 'conflict'],
-    handle({ params, body }) {
+    handle({ params, body, user }) {
       const current = campaigns.getCampaign(params.id);
       if (current.status !== 'draft') throw new AppError('conflict', `Only drafts can be edited; this campaign is ${current.status}.`);
       const copy = {
@@ -95,7 +95,7 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
         callToAction: body.callToAction ?? current.callToAction,
       };
       parseInput(channelCopy(current.channel), copy, 'body');
-      return campaigns.editDraft(params.id, copy, clock());
+      return campaigns.editDraft(params.id, copy, user.id, clock());
     },
   });
 

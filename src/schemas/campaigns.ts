@@ -1,6 +1,6 @@
 // Schemas of campaigns, their generation, edits, review moves, list query and trail.
 import * as v from 'valibot';
-import { CAMPAIGN_STATUSES, CHANNEL_LIMITS, CHANNELS, TONES, type Channel as ChannelName } from '../domain/campaigns.ts';
+import { CAMPAIGN_STATUSES, CHANNEL_LIMITS, CHANNELS, TONES, VERSION_SOURCES, type Channel as ChannelName } from '../domain/campaigns.ts';
 import { Counter, MAX_COUNTER, nonBlankPattern, Timestamp, TrimmedText } from './common.ts';
 import { StoredCondition } from './segments.ts';
 
@@ -128,3 +128,39 @@ export const CampaignEventList = v.array(
     at: Timestamp,
   }),
 );
+
+const Instruction = v.pipe(
+  TrimmedText(3, 300),
+  v.description('What to change, in plain words ("shorter", "more urgent", "mention free delivery"): trimmed, 3 to 300 characters.'),
+);
+
+export const ReviseRequest = v.object({ instruction: Instruction });
+
+export const VariantsRequest = v.object({
+  count: v.pipe(v.number('Must be 2 or 3.'), v.integer('Must be 2 or 3.'), v.minValue(2, 'Must be 2 or 3.'), v.maxValue(3, 'Must be 2 or 3.'), v.description('How many alternatives: 2 or 3.')),
+  instruction: v.optional(Instruction),
+});
+
+export const VersionParams = v.object({
+  id: v.pipe(v.string(), v.minLength(1)),
+  version: v.pipe(v.string(), v.regex(/^[1-9][0-9]{0,8}$/, 'Must be a version number: 1, 2, 3, ...'), v.description('The version number, from 1.')),
+});
+
+export const CampaignVersion = v.strictObject({
+  version: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  title: v.pipe(v.string(), v.minLength(1)),
+  message: v.pipe(v.string(), v.minLength(1)),
+  callToAction: v.pipe(v.string(), v.minLength(1)),
+  source: v.pipe(
+    v.picklist(VERSION_SOURCES),
+    v.description('generated (the first draft), revised, edited (PATCH), variant (an alternative, not made current), restored.'),
+  ),
+  instruction: v.optional(v.pipe(v.string(), v.description('What the marketer asked for (revised, variant).'))),
+  model: v.optional(v.pipe(v.string(), v.description('Which generator wrote it (generated, revised, variant, restored).'))),
+  createdBy: v.pipe(v.string(), v.description('The id of the user who asked for it.')),
+  createdAt: Timestamp,
+});
+
+export const CampaignVersionList = v.array(CampaignVersion);
+
+export const VariantList = v.strictObject({ variants: v.array(CampaignVersion) });
