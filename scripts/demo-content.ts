@@ -99,7 +99,9 @@ export async function addDemoContent(db: Db, users: readonly User[], now: Date):
     let from: CampaignStatus = 'draft';
     for (const [to, by, note] of plan.moves) {
       at += 3 * HOUR;
-      campaigns.moveCampaign(campaign.id, { from, to, note, userId: users[by]!.id }, new Date(at));
+      // Approval freezes the segment as it is: its conditions and the size counted when it was saved.
+      const audience = to === 'approved' ? { conditions: segment.conditions, description: brief.audience, size: segment.matchCount } : undefined;
+      campaigns.moveCampaign(campaign.id, { from, to, note, userId: users[by]!.id, audience }, new Date(at));
       from = to;
     }
   }

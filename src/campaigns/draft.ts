@@ -22,6 +22,7 @@ export async function draftCopy(model: LanguageModel, brief: Brief, signal: Abor
       read: readCampaignReply,
       retry: retryPrompt,
       what: 'a campaign',
+      refused: 'this campaign',
     },
     signal,
   );

@@ -118,6 +118,7 @@ export async function reviseCopy(model: LanguageModel, rewrite: Rewrite, instruc
       read: readCampaignReply,
       retry: (problem) => `That reply could not be used: ${problem} Answer again with only the JSON object {"title": "...", "message": "...", "callToAction": "..."}, every value a non-empty string.`,
       what: 'a revised campaign',
+      refused: 'this revision',
     },
     signal,
   );
@@ -135,6 +136,7 @@ export async function copyVariants(model: LanguageModel, rewrite: Rewrite, count
       read: (text) => readVariantsReply(text, count),
       retry: (problem) => `That reply could not be used: ${problem} Answer again with only the JSON object {"variants": [...]} holding ${count} objects, each with the non-empty strings "title", "message" and "callToAction".`,
       what: 'campaign variants',
+      refused: 'these variants',
     },
     signal,
   );

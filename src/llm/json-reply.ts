@@ -24,6 +24,8 @@ export interface JsonQuestion<T> {
   retry: (problem: string) => string;
   /** What is asked for, in the problem details: "a campaign", "segment conditions". */
   what: string;
+  /** The same as a refusal names it: "this campaign". */
+  refused: string;
 }
 
 /**
@@ -38,7 +40,7 @@ export async function askForJson<T>(model: LanguageModel, question: JsonQuestion
     if (reply.finish.reason === 'length') throw new AppError('llm_error', cutReplyDetail(reply.finish, reply.text.trim() !== ''));
     if (reply.finish.reason === 'refusal') {
       const words = reply.text.trim().replace(/\s+/g, ' ').slice(0, REFUSAL_QUOTE_LIMIT);
-      throw new AppError('llm_error', words ? `The model refused to write ${question.what}: "${words}"` : `The model refused to write ${question.what}.`);
+      throw new AppError('llm_error', words ? `The model refused to write ${question.refused}: "${words}"` : `The model refused to write ${question.refused}.`);
     }
     return reply.text;
   };
