@@ -37,6 +37,7 @@ import { createConversation } from './chat/conversation.ts';
 import { Router } from './http/router.ts';
 import { authOperations } from './routes/auth.ts';
 import { customerOperations } from './routes/customers.ts';
+import { exportOperations } from './routes/exports.ts';
 import { segmentOperations } from './routes/segments.ts';
 import { systemOperations } from './routes/system.ts';
 import { userOperations } from './routes/users.ts';
@@ -83,7 +84,7 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   );
   const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(db), accessTokens, config, clock, passwordCost });
   const people = userOperations({ users, clock, passwordCost });
-  const { store: customerRepository, audience, feed: customerChanges } = openCustomers(db, { warm: true, importCacheMiB: config.cacheMiB.imports });
+  const { store: customerRepository, audience, feed: customerChanges, export: customerExport } = openCustomers(db, { warm: true, importCacheMiB: config.cacheMiB.imports });
   const importJobs = openImportJobs(db, customerRepository, {
     folder: importFolder(config.databasePath),
     maxBytes: config.importMaxBytes,
@@ -97,6 +98,7 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   const campaignRepository = createCampaignRepository(db);
   const campaigns = campaignOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
   const versions = campaignVersionOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
+  const csvExports = exportOperations({ campaigns: campaignRepository, segments: segmentRepository, customers: customerExport, clock });
   /** One budget per user for everything that calls the model: campaign generation and chat messages. */
   const modelCalls = callsPerUser(new SlidingWindowLimiter({ limit: config.modelCallsPerMinute, windowMs: 60_000 }), clock);
   const chatRepository = createChatRepository(db);
@@ -148,6 +150,7 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('GET', '/v1/segments/{id}', SIGNED_IN, segments.get),
     route('PATCH', '/v1/segments/{id}', SIGNED_IN, segments.update),
     route('DELETE', '/v1/segments/{id}', SIGNED_IN, segments.remove),
+    route('GET', '/v1/segments/{id}/customers.csv', SIGNED_IN, csvExports.segmentCustomers),
 
     route('POST', '/v1/campaigns/generate', SIGNED_IN, campaigns.generate, { idempotent, limit: modelCalls }),
     route('GET', '/v1/campaigns', SIGNED_IN, campaigns.list),
@@ -157,6 +160,7 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('PATCH', '/v1/campaigns/{id}/status', SIGNED_IN, campaigns.setStatus),
     route('GET', '/v1/campaigns/{id}/events', SIGNED_IN, campaigns.events),
     route('GET', '/v1/campaigns/{id}/audience', SIGNED_IN, campaigns.audience),
+    route('GET', '/v1/campaigns/{id}/audience.csv', SIGNED_IN, csvExports.campaignAudience),
     route('POST', '/v1/campaigns/{id}/revise', SIGNED_IN, versions.revise, { idempotent, limit: modelCalls }),
     route('POST', '/v1/campaigns/{id}/variants', SIGNED_IN, versions.variants, { idempotent, limit: modelCalls }),
     route('GET', '/v1/campaigns/{id}/versions', SIGNED_IN, versions.versions),

@@ -277,6 +277,7 @@ describe('machine description', () => {
     ['campaigns.setStatus', 'patch', '/v1/campaigns/{id}/status'],
     ['campaigns.events', 'get', '/v1/campaigns/{id}/events'],
     ['campaigns.audience', 'get', '/v1/campaigns/{id}/audience'],
+    ['campaigns.audienceCsv', 'get', '/v1/campaigns/{id}/audience.csv'],
     ['campaigns.revise', 'post', '/v1/campaigns/{id}/revise'],
     ['campaigns.variants', 'post', '/v1/campaigns/{id}/variants'],
     ['campaigns.versions', 'get', '/v1/campaigns/{id}/versions'],
