@@ -19,8 +19,23 @@ export interface CampaignBench {
   floor: Load;
   list: Load & { ratioToFloor: number };
   localGeneration: Load;
-  provider: { serviceP50: number; serviceP99: number; providerP50: number; addedP50: number; requests: number };
+  provider: ProviderAdded;
+  /** POST /v1/segments/draft with the local parser; the count is the preview's, over the whole base. */
+  segmentDraft: Load;
+  /** POST /v1/segments/draft through a provider answering at once. */
+  segmentDraftProvider: ProviderAdded;
 }
+
+interface ProviderAdded {
+  serviceP50: number;
+  serviceP99: number;
+  providerP50: number;
+  addedP50: number;
+  requests: number;
+}
+
+/** What the segment draft bench describes: every field and a few phrases the parser must read. */
+const DRAFT_BODY = { description: 'customers in Germany who spent more than $1,000 with at least three orders, active in the last 90 days' };
 
 /** Adds a user, a segment and 100,000 campaigns (written directly, in one transaction) unless they are there. */
 async function prepare(database: string): Promise<{ segmentId: string }> {
@@ -68,6 +83,7 @@ export async function benchCampaigns({ database, duration, port = 3927 }: { data
     const floorRow = await load('floor: bare node:http, campaigns page', api('/', port + 1), duration);
     const list = await load(`GET /v1/campaigns (${CAMPAIGNS.toLocaleString('en')} campaigns)`, api('/v1/campaigns'), duration, { token });
     const localGeneration = await load('POST /v1/campaigns/generate (local generator)', api('/v1/campaigns/generate'), duration, { token, method: 'POST', body });
+    const segmentDraft = await load('POST /v1/segments/draft (local parser)', api('/v1/segments/draft'), duration, { token, method: 'POST', body: DRAFT_BODY });
     local.kill('SIGTERM');
     floor.kill('SIGTERM');
 
@@ -90,19 +106,34 @@ export async function benchCampaigns({ database, duration, port = 3927 }: { data
       return samples.sort((a, b) => a - b);
     };
     const requests = 300;
-    const service = await timed(async () => {
-      const reply = await fetch(api('/v1/campaigns/generate', port + 2), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${remoteToken}` }, body: JSON.stringify(body) });
-      if (reply.status !== 200) throw new Error(`generate through the provider: ${reply.status} ${await reply.text()}`);
-    }, requests);
-    const providerRequest = JSON.stringify(fake.requests.at(-1)?.body ?? {});
-    const provider = await timed(async () => {
-      await (await fetch(`${fake.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: providerRequest })).text();
-    }, requests);
-    remote.kill('SIGTERM');
-    const figures = { serviceP50: percentile(service, 0.5), serviceP99: percentile(service, 0.99), providerP50: percentile(provider, 0.5), requests };
-    const added = { ...figures, addedP50: figures.serviceP50 - figures.providerP50 };
+    /** The time the service adds to `path` over the provider alone, both timed one request at a time. */
+    const addedOver = async (path: string, requestBody: unknown): Promise<ProviderAdded> => {
+      const service = await timed(async () => {
+        const reply = await fetch(api(path, port + 2), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${remoteToken}` }, body: JSON.stringify(requestBody) });
+        if (reply.status !== 200) throw new Error(`${path} through the provider: ${reply.status} ${await reply.text()}`);
+      }, requests);
+      const providerRequest = JSON.stringify(fake.requests.at(-1)?.body ?? {});
+      const provider = await timed(async () => {
+        await (await fetch(`${fake.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: providerRequest })).text();
+      }, requests);
+      const figures = { serviceP50: percentile(service, 0.5), serviceP99: percentile(service, 0.99), providerP50: percentile(provider, 0.5), requests };
+      return { ...figures, addedP50: figures.serviceP50 - figures.providerP50 };
+    };
+    const added = await addedOver('/v1/campaigns/generate', body);
     log(`  generation through a provider answering at once: service p50 ${added.serviceP50.toFixed(2)} ms, provider p50 ${added.providerP50.toFixed(2)} ms, added p50 ${added.addedP50.toFixed(2)} ms`);
-    return { campaigns: CAMPAIGNS, floor: floorRow, list: { ...list, ratioToFloor: list.requestsPerSecond / floorRow.requestsPerSecond }, localGeneration, provider: added };
+    fake.defaultReply = { json: { conditions: [{ field: 'country', operator: 'eq', value: 'Germany' }, { field: 'totalTransactions', operator: 'gte', value: 3 }], unmatched: [] } };
+    const draftAdded = await addedOver('/v1/segments/draft', DRAFT_BODY);
+    log(`  segment draft through a provider answering at once: service p50 ${draftAdded.serviceP50.toFixed(2)} ms, provider p50 ${draftAdded.providerP50.toFixed(2)} ms, added p50 ${draftAdded.addedP50.toFixed(2)} ms`);
+    remote.kill('SIGTERM');
+    return {
+      campaigns: CAMPAIGNS,
+      floor: floorRow,
+      list: { ...list, ratioToFloor: list.requestsPerSecond / floorRow.requestsPerSecond },
+      localGeneration,
+      provider: added,
+      segmentDraft,
+      segmentDraftProvider: draftAdded,
+    };
   } finally {
     local.kill('SIGTERM');
     floor.kill('SIGTERM');

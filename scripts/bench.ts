@@ -410,9 +410,12 @@ async function main(): Promise<void> {
     line([campaigns.floor.name, String(Math.round(campaigns.floor.requestsPerSecond)), String(campaigns.floor.p50), String(campaigns.floor.p99), '100%']),
     line([campaigns.list.name, String(Math.round(campaigns.list.requestsPerSecond)), String(campaigns.list.p50), String(campaigns.list.p99), `${Math.round(campaigns.list.ratioToFloor * 100)}%`]),
     line([campaigns.localGeneration.name, String(Math.round(campaigns.localGeneration.requestsPerSecond)), String(campaigns.localGeneration.p50), String(campaigns.localGeneration.p99), '']),
+    line([campaigns.segmentDraft.name, String(Math.round(campaigns.segmentDraft.requestsPerSecond)), String(campaigns.segmentDraft.p50), String(campaigns.segmentDraft.p99), '']),
     '',
     `Generation through a provider answering at once, ${campaigns.provider.requests} requests one at a time: service p50 ${campaigns.provider.serviceP50.toFixed(2)} ms, ` +
       `provider p50 ${campaigns.provider.providerP50.toFixed(2)} ms, added by the service p50 ${campaigns.provider.addedP50.toFixed(2)} ms.`,
+    `Segment draft (audience from words) the same way: service p50 ${campaigns.segmentDraftProvider.serviceP50.toFixed(2)} ms, ` +
+      `provider p50 ${campaigns.segmentDraftProvider.providerP50.toFixed(2)} ms, added by the service p50 ${campaigns.segmentDraftProvider.addedP50.toFixed(2)} ms.`,
     '',
     line(['Chat streams', 'first frame p50 / p99 ms', 'first text p50 / p99 ms', 'open at once', 'RSS MB before / open', '/health p99 ms']),
     line(['-', '-', '-', '-', '-', '-']),

@@ -93,8 +93,8 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   });
   const customers = customerOperations({ customers: customerRepository, jobs: importJobs, clock });
   const segmentRepository = createSegmentRepository(db);
-  const segments = segmentOperations({ segments: segmentRepository, audience, clock });
   const model = createLanguageModel(config.llm, { logger, fetch, sleep, random, now: clock });
+  const segments = segmentOperations({ segments: segmentRepository, audience, customers: customerRepository, model, clock });
   const campaignRepository = createCampaignRepository(db);
   const campaigns = campaignOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
   const versions = campaignVersionOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
@@ -147,6 +147,7 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('GET', '/v1/segments', SIGNED_IN, segments.list),
     route('POST', '/v1/segments', SIGNED_IN, segments.create),
     route('POST', '/v1/segments/preview', SIGNED_IN, segments.preview),
+    route('POST', '/v1/segments/draft', SIGNED_IN, segments.draft, { limit: modelCalls }),
     route('GET', '/v1/segments/{id}', SIGNED_IN, segments.get),
     route('PATCH', '/v1/segments/{id}', SIGNED_IN, segments.update),
     route('DELETE', '/v1/segments/{id}', SIGNED_IN, segments.remove),

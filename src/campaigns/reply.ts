@@ -60,6 +60,19 @@ export function findObject(text: string): unknown {
   return undefined;
 }
 
+/** Returns the first JSON array in the text (from its first `[` to its last `]`), or undefined. */
+export function findArray(text: string): unknown[] | undefined {
+  const start = text.indexOf('[');
+  const end = text.lastIndexOf(']');
+  if (start < 0 || end <= start) return undefined;
+  try {
+    const found = JSON.parse(text.slice(start, end + 1)) as unknown;
+    return Array.isArray(found) ? found : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Returns the object with near-miss keys renamed; a lone wrapper such as `{ "campaign": { ... } }` is opened. */
 function normaliseKeys(value: Record<string, unknown>): Record<string, unknown> {
   const entries = Object.entries(value);

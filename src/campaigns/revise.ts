@@ -7,7 +7,7 @@ import type { LanguageModel } from '../llm/model.ts';
 import { peopleCount, type Brief } from './brief.ts';
 import { fitCopy } from './fit.ts';
 import { localRevision, localVariants } from './local-revise.ts';
-import { CAMPAIGN_REPLY_SCHEMA, findObject, readCampaignReply, readCopyObject } from './reply.ts';
+import { CAMPAIGN_REPLY_SCHEMA, findArray, findObject, readCampaignReply, readCopyObject } from './reply.ts';
 
 /** What a rewrite starts from: the brief the campaign was drafted for, with its audience as it is now, and its copy. */
 export interface Rewrite {
@@ -84,17 +84,6 @@ export function readVariantsReply(text: string, count: number): ReadResult<Campa
   }
   if (copies.length < count) return { ok: false, problem: `${count} usable variants were asked for, ${copies.length} came. ${problems.join('; ')}`.trim() };
   return { ok: true, value: copies.slice(0, count) };
-}
-
-function findArray(text: string): unknown {
-  const start = text.indexOf('[');
-  const end = text.lastIndexOf(']');
-  if (start < 0 || end <= start) return undefined;
-  try {
-    return JSON.parse(text.slice(start, end + 1)) as unknown;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The one array-valued field of an object (`variants`, `alternatives`, `options`, ...), or undefined. */

@@ -1,14 +1,24 @@
 // Segments: saved audiences, counted by the one audience index.
-import type { AudienceIndex } from '../customers/index.ts';
+import type { AudienceIndex, CustomerRepository } from '../customers/index.ts';
 import type { SegmentRepository } from '../db/segments.ts';
 import type { Clock } from '../domain/clock.ts';
-import { compileConditions, type Condition } from '../domain/segments.ts';
+import { compileConditions, describeAudience, type Condition } from '../domain/segments.ts';
+import type { LanguageModel } from '../llm/model.ts';
+import { draftSegment } from '../segments/draft.ts';
 import { operation } from '../http/operation.ts';
 import { IdParams, NullBody } from '../schemas/common.ts';
-import { Preview, PreviewRequest, Segment, SegmentChanges, SegmentList, SegmentRequest } from '../schemas/segments.ts';
+import { Preview, PreviewRequest, Segment, SegmentChanges, SegmentDraft, SegmentDraftRequest, SegmentList, SegmentRequest } from '../schemas/segments.ts';
+
+export interface SegmentDeps {
+  segments: SegmentRepository;
+  audience: AudienceIndex;
+  customers: CustomerRepository;
+  model: LanguageModel;
+  clock: Clock;
+}
 
 /** Returns the segment operations. */
-export function segmentOperations({ segments, audience, clock }: { segments: SegmentRepository; audience: AudienceIndex; clock: Clock }) {
+export function segmentOperations({ segments, audience, customers, model, clock }: SegmentDeps) {
   /** The one way any segment count is made: preview, save, update and get all come here. */
   const countMatches = (conditions: readonly Condition[]) => {
     const now = clock();
@@ -34,6 +44,20 @@ export function segmentOperations({ segments, audience, clock }: { segments: Seg
     response: Preview,
     async handle({ body }) {
       return { matchCount: await countMatches(body.conditions) };
+    },
+  });
+
+  const draft = operation({
+    operationId: 'segments.draft',
+    summary:
+      'Turn a description in plain words into conditions a save accepts, with them in words, the live count and the phrases that could not be used. Stores nothing. Uses the model when one is configured, else the local parser of plain English.',
+    tag: 'segments',
+    body: SegmentDraftRequest,
+    response: SegmentDraft,
+    problems: ['llm_error', 'llm_unavailable'],
+    async handle({ body, ctx }) {
+      const found = await draftSegment(model, body.description, customers.countryNames(), ctx.signal);
+      return { ...found, description: describeAudience(found.conditions), size: await countMatches(found.conditions) };
     },
   });
 
@@ -92,5 +116,5 @@ export function segmentOperations({ segments, audience, clock }: { segments: Seg
     },
   });
 
-  return { list, preview, create, get, update, remove };
+  return { list, preview, draft, create, get, update, remove };
 }

@@ -60,3 +60,18 @@ export const Segment = v.object({
 });
 
 export const SegmentList = v.array(Segment);
+
+export const SegmentDraftRequest = v.object({
+  description: v.pipe(
+    TrimmedText(3, 500),
+    v.description('The audience in plain words: "customers in Germany who spent over $500 and haven\'t bought in 3 months". Trimmed, 3 to 500 characters.'),
+  ),
+});
+
+export const SegmentDraft = v.strictObject({
+  name: v.pipe(v.string(), v.description('A name to save it under, from the description.')),
+  conditions: v.pipe(v.array(SegmentCondition), v.description('Conditions a save accepts as they are, combined with AND.')),
+  description: v.pipe(v.string(), v.description('The conditions in words, to check them: "customers in Germany who spent more than 500 in total".')),
+  size: v.pipe(Counter, v.description('How many customers match now: the count a preview of the same conditions gives.')),
+  unmatched: v.pipe(v.array(v.string()), v.description('Phrases of the description that could not be used, word for word; empty when everything was.')),
+});

@@ -22,11 +22,23 @@ export function createCustomerRepository(db: Db, feed: CustomerChangeFeed, { imp
   const imports = createCustomerImports(db, writes, feed, importCacheMiB);
   const byId = db.prepare<[number], CustomerRow>('SELECT * FROM customers WHERE id = ?');
   const top = db.prepare<[number], CustomerRow>('SELECT * FROM customers ORDER BY amount_cents DESC, last_activity_at DESC, id DESC LIMIT ?');
+  // One spelling per country that has customers: the per-country totals list them, customers_by_country finds a row.
+  const countries = db
+    .prepare<[], string>(
+      `SELECT (SELECT country FROM customers WHERE country_key = k.country_key LIMIT 1) AS name
+       FROM (SELECT country_key FROM customer_countries GROUP BY country_key HAVING sum(customers) > 0) AS k ORDER BY k.country_key`,
+    )
+    .pluck();
 
   return {
     stats,
 
     listCustomers: search.listCustomers,
+
+    /** Returns the countries customers live in, each spelled as one of its customers has it, in alphabetical order. */
+    countryNames(): string[] {
+      return countries.all().filter((name): name is string => name !== null);
+    },
 
     /** Returns the highest spenders, ties by most recent activity. */
     topCustomers(limit: number): Customer[] {
