@@ -74,7 +74,7 @@ async function collect(stream: AsyncIterable<ReplyPart>): Promise<{ pieces: stri
   try {
     for await (const part of stream) {
       if (part.type === 'text') pieces.push(part.text);
-      else return { pieces, finish: part.finish };
+      else if (part.type === 'finish') return { pieces, finish: part.finish };
     }
     return { pieces };
   } catch (error) {

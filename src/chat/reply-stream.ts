@@ -41,6 +41,7 @@ export async function streamReply({ ctx, model, request, heartbeatMs, logger, th
         finish = part.finish;
         continue;
       }
+      if (part.type === 'tool-call') continue; // chat offers the model no tools yet
       reply += part.text;
       // Awaiting the send is the back-pressure: the next piece is read only once this one is written.
       if (!(await events.send({ type: 'delta', text: part.text }))) return;

@@ -7,7 +7,21 @@ import type { LanguageModel } from './model.ts';
 import { createOpenAiModel } from './openai.ts';
 import { realSleep, type Sleep } from './sleep.ts';
 
-export type { Finish, LanguageModel, ModelMessage, ModelRequest, Reply, ReplyPart } from './model.ts';
+export type {
+  Finish,
+  FinishReason,
+  LanguageModel,
+  LocalTurn,
+  ModelMessage,
+  ModelRequest,
+  ModelTurn,
+  Reply,
+  ReplyPart,
+  ToolCall,
+  ToolResult,
+  ToolResults,
+  ToolSpec,
+} from './model.ts';
 export { collectReply, cutReplyDetail } from './model.ts';
 
 /** What a model takes from outside; only the logger is required. */

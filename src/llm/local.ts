@@ -1,5 +1,6 @@
 // The local generator: the feature writes the reply from its own data, so the service works with no provider at all.
-import type { Finish, LanguageModel } from './model.ts';
+import { randomUUID } from 'node:crypto';
+import { checkRequest, type Finish, type LanguageModel, type ModelRequest, type ToolCall } from './model.ts';
 import { pause, type Sleep } from './sleep.ts';
 import { stripControlCharacters } from './untrusted-text.ts';
 
@@ -11,28 +12,44 @@ export interface LocalSettings {
   wordsPerPiece?: number;
 }
 
-/** The local generator always finishes: it has no token budget and never reasons. */
+/** The local generator always finishes, or calls tools: it has no token budget and never reasons. */
 const FINISHED: Finish = { reason: 'stop', reasoned: false, maxTokens: 0 };
+const CALLED_TOOLS: Finish = { ...FINISHED, reason: 'tool_calls' };
 
-/** Returns the local language model; its calls throw only the signal's reason or what `request.local()` throws. */
+/**
+ * Returns the local language model; its calls throw only the signal's reason, what `request.local()` throws, and
+ * Error for a request with both `json` and `tools`.
+ */
 export function createLocalModel({ sleep, pieceDelayMs = 15, wordsPerPiece = 3 }: LocalSettings): LanguageModel {
   return {
     provider: 'local',
     model: 'local',
     async complete(request) {
       request.signal.throwIfAborted();
-      return { text: stripControlCharacters(request.local()), finish: FINISHED };
+      const { text, toolCalls } = localTurn(request);
+      return { text, finish: toolCalls.length ? CALLED_TOOLS : FINISHED, ...(toolCalls.length ? { toolCalls } : {}) };
     },
     async *stream(request) {
       request.signal.throwIfAborted();
-      const pieces = splitIntoPieces(stripControlCharacters(request.local()), wordsPerPiece);
+      const { text, toolCalls } = localTurn(request);
+      const pieces = splitIntoPieces(text, wordsPerPiece);
       for (const [index, piece] of pieces.entries()) {
         if (index > 0) await pause(sleep, pieceDelayMs, request.signal);
         yield { type: 'text', text: piece };
       }
-      yield { type: 'finish', finish: FINISHED };
+      for (const call of toolCalls) yield { type: 'tool-call', call };
+      yield { type: 'finish', finish: toolCalls.length ? CALLED_TOOLS : FINISHED };
     },
   };
+}
+
+/** Returns what the feature's local generator answers to the request's conversation, every call with an id. */
+function localTurn(request: ModelRequest): { text: string; toolCalls: ToolCall[] } {
+  checkRequest(request);
+  const turn = request.local(request.messages);
+  if (typeof turn === 'string') return { text: stripControlCharacters(turn), toolCalls: [] };
+  const toolCalls = (turn.toolCalls ?? []).map(({ id, name, input }) => ({ id: id ?? `local_${randomUUID().replaceAll('-', '')}`, name, input }));
+  return { text: stripControlCharacters(turn.text ?? ''), toolCalls };
 }
 
 /** Returns the text cut before every `wordsPerPiece`-th word; the pieces join back to exactly the text. */

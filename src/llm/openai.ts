@@ -1,12 +1,13 @@
 // The Chat Completions wire format, spoken by OpenAI and by most self-hosted servers (Ollama, vLLM, llama.cpp,
 // llama-cpp-python, LM Studio, OpenRouter, LiteLLM), each with its own habits: reasoning in `delta.reasoning` or
 // `delta.reasoning_content`, comments before the first chunk, errors in a chunk, in a finish reason or in an
-// `error:` line, no `[DONE]` after the finish.
+// `error:` line, no `[DONE]` after the finish. Tool calls are read in openai-tools.ts.
 import type { LlmJsonMode, TokenParameter } from '../config.ts';
 import { AppError } from '../domain/errors.ts';
 import type { Logger } from '../http/logger.ts';
 import type { FinishReason, LanguageModel, ModelRequest } from './model.ts';
-import { collectReply } from './model.ts';
+import { checkRequest, collectReply } from './model.ts';
+import { openAiMessages, openAiTools, StreamedToolCalls, wholeToolCalls } from './openai-tools.ts';
 import { at, errorFacts, errorReason, postStream, type ProviderDeps, type WireFormat, type WirePart } from './provider-request.ts';
 import { AttemptFailed } from './retry.ts';
 import type { SseEvent } from './sse.ts';
@@ -46,21 +47,28 @@ export function createOpenAiModel(settings: OpenAiSettings, deps: ProviderDeps):
   };
   // Switched once, and kept until restart, when the server names it as unsupported.
   let tokenParameter = settings.tokenParameter ?? defaultTokenParameter(settings.baseUrl);
-  const wire: WireFormat = {
-    readStream,
-    readWhole,
-    adapt(failed) {
-      if (!refusesParameter(failed, tokenParameter)) return false;
-      tokenParameter = tokenParameter === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
-      logSwitch(deps.logger, tokenParameter);
-      return true;
-    },
+  // Tool calls are read only when the request offered tools.
+  const wireFor = (request: ModelRequest): WireFormat => {
+    const tools = Boolean(request.tools?.length);
+    return {
+      readStream: (events) => readStream(events, tools),
+      readWhole: (payload) => readWhole(payload, tools),
+      adapt(failed) {
+        if (!refusesParameter(failed, tokenParameter)) return false;
+        tokenParameter = tokenParameter === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
+        logSwitch(deps.logger, tokenParameter);
+        return true;
+      },
+    };
   };
 
   const model: LanguageModel = {
     provider: 'openai',
     model: settings.model,
-    stream: (request) => postStream(endpoint, () => requestBody(settings, tokenParameter, request), wire, deps, request.signal),
+    async *stream(request) {
+      checkRequest(request);
+      yield* postStream(endpoint, () => requestBody(settings, tokenParameter, request), wireFor(request), deps, request.signal);
+    },
     complete: (request) => collectReply(model.stream(request)),
   };
   return model;
@@ -69,9 +77,10 @@ export function createOpenAiModel(settings: OpenAiSettings, deps: ProviderDeps):
 function requestBody(settings: OpenAiSettings, tokenParameter: TokenParameter, request: ModelRequest): Record<string, unknown> {
   return {
     model: settings.model,
-    messages: [{ role: 'system', content: request.system }, ...request.messages.map(({ role, content }) => ({ role, content }))],
+    messages: [{ role: 'system', content: request.system }, ...openAiMessages(request.messages)],
     [tokenParameter]: settings.maxTokens,
     ...(request.json ? responseFormat(settings.jsonMode, request.json) : {}),
+    ...(request.tools?.length ? { tools: openAiTools(request.tools) } : {}),
     stream: true,
   };
 }
@@ -100,12 +109,13 @@ function logSwitch(logger: Logger, now: TokenParameter): void {
   logger.warn(`the model provider refused the token parameter; sending ${now} from now until restart (set LLM_TOKEN_PARAMETER=${now} to start with it)`);
 }
 
-// `content_filter` is the provider declining on the model's behalf; tool calls end a turn normally.
+// `content_filter` is the provider declining on the model's behalf. Whether a turn that called tools says so is settled
+// by the calls themselves (see `reasonWithCalls`): some servers say `stop` after a call.
 const FINISH_REASONS: Record<string, FinishReason> = {
   stop: 'stop',
   eos: 'stop',
-  tool_calls: 'stop',
-  function_call: 'stop',
+  tool_calls: 'tool_calls',
+  function_call: 'tool_calls',
   length: 'length',
   content_filter: 'refusal',
 };
@@ -120,11 +130,15 @@ function finishOf(reason: string, refused: boolean, chunk: unknown): FinishReaso
   return refused && finish === 'stop' ? 'refusal' : finish;
 }
 
-/** Yields text (content and refusal), reasoning and the finish until `data: [DONE]` or the end of the body. */
-async function* readStream(events: AsyncIterable<SseEvent>): AsyncGenerator<WirePart> {
+/**
+ * Yields text (content and refusal), reasoning, then (with `tools`) the complete tool calls and the finish, until
+ * `data: [DONE]` or the end of the body. Only the finish says a call's arguments are complete.
+ */
+async function* readStream(events: AsyncIterable<SseEvent>, tools: boolean): AsyncGenerator<WirePart> {
   let finished = false;
   let refused = false;
   let servedBy: string | undefined;
+  const calls = new StreamedToolCalls();
   for await (const { data, field } of events) {
     if (finished) {
       if (data === '[DONE]' && field === undefined) return;
@@ -148,29 +162,34 @@ async function* readStream(events: AsyncIterable<SseEvent>): AsyncGenerator<Wire
       refused = true;
       yield { type: 'text', text: refusal };
     }
+    if (tools) calls.add(at(delta, 'tool_calls'));
     const reason = at(choice, 'finish_reason');
     if (typeof reason === 'string') {
-      yield { type: 'finish', reason: finishOf(reason, refused, chunk), ...(servedBy ? { servedBy } : {}) };
+      const finish = finishOf(reason, refused, chunk);
+      for (const call of calls.done()) yield { type: 'tool-call', call };
+      yield { type: 'finish', reason: finish, ...(servedBy ? { servedBy } : {}) };
       finished = true;
     }
   }
   if (!finished) throw new AttemptFailed('the stream ended without a finish_reason');
 }
 
-/** The parts of a whole `chat.completion`; throws `llm_error` when it holds no message. */
-function readWhole(payload: unknown): WirePart[] {
+/** The parts of a whole `chat.completion`, its `tool_calls` with `tools`; throws `llm_error` when it holds no message. */
+function readWhole(payload: unknown, tools: boolean): WirePart[] {
   const choice = at(payload, 'choices', 0);
   const message = at(choice, 'message');
   const content = at(message, 'content');
   const refusal = text(at(message, 'refusal'));
   const reason = text(at(choice, 'finish_reason')) ?? 'stop';
-  if (typeof content !== 'string' && !refusal && reason !== 'length') {
+  const calls = tools ? wholeToolCalls(message) : [];
+  if (typeof content !== 'string' && !refusal && reason !== 'length' && calls.length === 0) {
     throw new AppError('llm_error', 'The model provider replied without message content.');
   }
   const parts: WirePart[] = [];
   if (text(at(message, 'reasoning')) || text(at(message, 'reasoning_content'))) parts.push({ type: 'reasoning' });
   if (typeof content === 'string' && content) parts.push({ type: 'text', text: content });
   if (refusal) parts.push({ type: 'text', text: refusal });
+  for (const call of calls) parts.push({ type: 'tool-call', call });
   const servedBy = text(at(payload, 'model'));
   parts.push({ type: 'finish', reason: finishOf(reason, Boolean(refusal), payload), ...(servedBy ? { servedBy } : {}) });
   return parts;

@@ -69,7 +69,7 @@ export async function probeProvider(
       if (part.type === 'text') {
         result.firstContentMs ??= since();
         result.text += part.text;
-      } else {
+      } else if (part.type === 'finish') {
         result.finish = part.finish.reason;
         result.reasoned = part.finish.reasoned;
         if (part.finish.servedBy) result.servedBy = part.finish.servedBy;

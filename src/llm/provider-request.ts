@@ -1,6 +1,6 @@
 // POSTs to a model provider as a stream under the retry policy; the providers add only their wire formats.
 import { AppError } from '../domain/errors.ts';
-import type { FinishReason, ReplyPart } from './model.ts';
+import { reasonWithCalls, type FinishReason, type ReplyPart, type ToolCall } from './model.ts';
 import { AttemptFailed, outOfTime, quoteProvider, startCall, withRetries, type Attempt, type RetryDeps, type RetryPolicy } from './retry.ts';
 import { readEvents, type SseEvent } from './sse.ts';
 import { stripControlCharacters } from './untrusted-text.ts';
@@ -18,8 +18,12 @@ export interface ProviderEndpoint extends RetryPolicy {
   maxTokens: number;
 }
 
-/** What a wire format reads from a provider: reply text, a sign of reasoning (never passed on), and the finish. */
-export type WirePart = { type: 'text'; text: string } | { type: 'reasoning' } | { type: 'finish'; reason: FinishReason; servedBy?: string };
+/** What a wire format reads from a provider: reply text, a sign of reasoning (never passed on), complete tool calls, and the finish. */
+export type WirePart =
+  | { type: 'text'; text: string }
+  | { type: 'reasoning' }
+  | { type: 'tool-call'; call: ToolCall }
+  | { type: 'finish'; reason: FinishReason; servedBy?: string };
 
 /** One provider's wire format, as the request loop needs it. */
 export interface WireFormat {
@@ -36,8 +40,9 @@ export interface WireFormat {
 }
 
 /**
- * Yields the reply's text pieces, without control characters, then its finish. The request body is built anew for
- * every attempt. Retries until the first text (or the finish) arrives; after it, a broken or silent stream throws
+ * Yields the reply's text pieces, without control characters, and its tool calls, then its finish, whose reason is
+ * `tool_calls` exactly when calls came (and it was neither cut nor refused). The request body is built anew for every
+ * attempt. Retries until the first text, tool call or finish arrives; after it, a broken or silent stream throws
  * AppError `llm_unavailable` quoting the provider. Otherwise throws like `withRetries`.
  */
 export async function* postStream(
@@ -57,7 +62,7 @@ export async function* postStream(
       async (attempt) => {
         const response = await send(endpoint, body(), deps, attempt.signal);
         const parts = readReply(response, wire, attempt)[Symbol.asyncIterator]();
-        // Nothing reaches the caller before the first text or the finish, so a failure until then can be retried.
+        // Nothing reaches the caller before the first text, tool call or finish, so a failure until then can be retried.
         let reasoned = false;
         for (;;) {
           const next = await parts.next();
@@ -75,6 +80,7 @@ export async function* postStream(
 
   const { attempt, parts } = opened;
   let reasoned = opened.reasoned;
+  let calls = 0;
   let part: WirePart | undefined = opened.first;
   try {
     while (part) {
@@ -82,9 +88,13 @@ export async function* postStream(
       else if (part.type === 'text') {
         const text = stripControlCharacters(part.text);
         if (text) yield { type: 'text', text };
+      } else if (part.type === 'tool-call') {
+        calls++;
+        yield part;
       } else {
         await drain(parts);
-        yield { type: 'finish', finish: { reason: part.reason, reasoned, maxTokens: endpoint.maxTokens, ...(part.servedBy ? { servedBy: part.servedBy } : {}) } };
+        const reason = reasonWithCalls(part.reason, calls);
+        yield { type: 'finish', finish: { reason, reasoned, maxTokens: endpoint.maxTokens, ...(part.servedBy ? { servedBy: part.servedBy } : {}) } };
         return;
       }
       const next: IteratorResult<WirePart> = await parts.next();

@@ -13,7 +13,32 @@ export type FakeReply = { delayMs?: number } & (
   | { hang: true } // never answers; the request is recorded as aborted when the client gives up
   | { pieces: string[]; intervalMs?: number; failAfter?: number; failWith?: 'cut' | 'error' | 'end' }
   | Replay
+  | ToolCallsReply
 );
+
+/** One tool call the fake makes; `arguments` is the JSON text as the model writes it, so it may be broken on purpose. */
+export interface FakeToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/**
+ * A turn that calls tools, in the format's own streaming: `text` first (as one piece), then every call, its arguments
+ * cut into `splitArguments` pieces (default 3). OpenAI: `delta.tool_calls` pieces by index, the first with id, type and
+ * name, then `finish_reason` `finishReason` (default "tool_calls") and `[DONE]`. Anthropic: a `tool_use` block per call
+ * with `input_json_delta` pieces, then `stop_reason` `finishReason` (default "tool_use"). `failAfterCalls`: the stream
+ * breaks (`failWith`, default `cut`) once that many calls were sent whole. Unstreamed, the same as a whole message.
+ */
+export interface ToolCallsReply {
+  toolCalls: FakeToolCall[];
+  text?: string;
+  splitArguments?: number;
+  finishReason?: string;
+  intervalMs?: number;
+  failAfterCalls?: number;
+  failWith?: 'cut' | 'error' | 'end';
+}
 
 /**
  * A transcript of `test/fixtures/providers/` (`openai/stream-plain.http`) replayed byte for byte: its status, headers
@@ -112,6 +137,11 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     }
     if ('status' in reply) return sendJson(res, reply.status, reply.body ?? errorBody(format, reply.status), reply.headers);
     if ('transcript' in reply) return replay(res, reply, wait);
+    if ('toolCalls' in reply) {
+      if (!record.body?.stream) return sendJson(res, 200, format === 'openai' ? openAiToolCompletion(reply) : anthropicToolMessage(reply));
+      closedByUs = reply.failAfterCalls !== undefined && (reply.failWith ?? 'cut') === 'cut';
+      return playToolCalls(res, format, reply, wait);
+    }
     const content = 'text' in reply ? reply.text : 'json' in reply ? JSON.stringify(reply.json) : reply.pieces.join('');
     if (!record.body?.stream) {
       const toolName = 'json' in reply ? record.body?.tool_choice?.name : undefined;
@@ -252,3 +282,89 @@ const anthropicEvents = {
     sse({ type: 'message_stop' }, 'message_stop'),
   error: sse({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, 'error'),
 };
+
+/** Returns `text` cut into `count` pieces of nearly equal length, never inside a character; they join back to `text`. */
+export function splitText(text: string, count: number): string[] {
+  const characters = Array.from(text);
+  const size = Math.max(1, Math.ceil(characters.length / Math.max(1, count)));
+  const pieces: string[] = [];
+  for (let i = 0; i < characters.length; i += size) pieces.push(characters.slice(i, i + size).join(''));
+  return pieces.length ? pieces : [''];
+}
+
+/** The SSE events of a tool-calling turn, grouped per write: the opening, each call, the ending. */
+function toolCallEvents(format: Format, reply: ToolCallsReply): { start: string; calls: string[]; end: string; error: string } {
+  const split = (call: FakeToolCall) => splitText(call.arguments, reply.splitArguments ?? 3);
+  if (format === 'openai') {
+    const chunk = (delta: unknown, finish_reason: string | null = null) =>
+      sse({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', model: 'fake-model', choices: [{ index: 0, delta, finish_reason }] });
+    return {
+      start: chunk({ role: 'assistant', content: reply.text ? '' : null }) + (reply.text ? chunk({ content: reply.text }) : ''),
+      calls: reply.toolCalls.map(
+        (call, index) =>
+          chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }) +
+          split(call).map((piece) => chunk({ tool_calls: [{ index, function: { arguments: piece } }] })).join(''),
+      ),
+      end: chunk({}, reply.finishReason ?? 'tool_calls') + sse('[DONE]'),
+      error: openAiEvents.error,
+    };
+  }
+  const first = reply.text ? 1 : 0;
+  const text = reply.text
+    ? sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start') +
+      sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: reply.text } }, 'content_block_delta') +
+      sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop')
+    : '';
+  return {
+    start: sse({ type: 'message_start', message: { id: 'msg_fake', type: 'message', role: 'assistant', model: 'fake-model', content: [] } }, 'message_start') + text,
+    calls: reply.toolCalls.map((call, n) => {
+      const index = first + n;
+      const pieces = ['', ...split(call)].map((partial_json) =>
+        sse({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json } }, 'content_block_delta'),
+      );
+      return (
+        sse({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} } }, 'content_block_start') +
+        pieces.join('') +
+        sse({ type: 'content_block_stop', index }, 'content_block_stop')
+      );
+    }),
+    end: sse({ type: 'message_delta', delta: { stop_reason: reply.finishReason ?? 'tool_use' } }, 'message_delta') + sse({ type: 'message_stop' }, 'message_stop'),
+    error: anthropicEvents.error,
+  };
+}
+
+async function playToolCalls(res: ServerResponse, format: Format, reply: ToolCallsReply, wait: (ms: number) => Promise<void>): Promise<void> {
+  const events = toolCallEvents(format, reply);
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const write = (text: string) => new Promise((resolve) => res.write(text, resolve));
+  await write(events.start);
+  for (const [index, call] of events.calls.entries()) {
+    if (index === reply.failAfterCalls) break;
+    if (reply.intervalMs) await wait(reply.intervalMs);
+    if (res.destroyed) return;
+    await write(call);
+  }
+  if (reply.failAfterCalls === undefined || reply.failAfterCalls >= events.calls.length) return void res.end(events.end);
+  if (reply.failWith === 'error') return void res.end(events.error);
+  if (reply.failWith === 'end') return void res.end();
+  res.destroy();
+}
+
+function openAiToolCompletion(reply: ToolCallsReply): unknown {
+  const toolCalls = reply.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
+  const message = { role: 'assistant', content: reply.text ?? null, tool_calls: toolCalls };
+  return { id: 'chatcmpl-fake', object: 'chat.completion', model: 'fake-model', choices: [{ index: 0, message, finish_reason: reply.finishReason ?? 'tool_calls' }] };
+}
+
+function anthropicToolMessage(reply: ToolCallsReply): unknown {
+  const input = (call: FakeToolCall) => {
+    try {
+      return JSON.parse(call.arguments) as unknown;
+    } catch {
+      return {};
+    }
+  };
+  const calls = reply.toolCalls.map((call) => ({ type: 'tool_use', id: call.id, name: call.name, input: input(call) }));
+  const content = [...(reply.text ? [{ type: 'text', text: reply.text }] : []), ...calls];
+  return { id: 'msg_fake', type: 'message', role: 'assistant', model: 'fake-model', content, stop_reason: reply.finishReason ?? 'tool_use' };
+}
