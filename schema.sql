@@ -253,3 +253,56 @@ CREATE TABLE IF NOT EXISTS import_failures (
   reason  TEXT NOT NULL,
   PRIMARY KEY (job_seq, line)
 ) STRICT, WITHOUT ROWID;
+
+-- Webhook endpoints (webhooks.*), managed by admins. The signing secrets are kept as given out: signing needs them.
+CREATE TABLE IF NOT EXISTS webhooks (
+  seq                         INTEGER PRIMARY KEY AUTOINCREMENT, -- creation order
+  id                          TEXT NOT NULL UNIQUE,
+  url                         TEXT NOT NULL,
+  events                      TEXT NOT NULL CHECK (json_valid(events)), -- JSON array of the event types it receives
+  description                 TEXT,
+  enabled                     INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+  disabled_reason             TEXT,                              -- set when the service disabled it (a 410 answer)
+  secret                      TEXT NOT NULL,                     -- whsec_ + base64 of 32 random bytes
+  previous_secret             TEXT,                              -- the secret before the last rotation, still signing
+  previous_secret_expires_at  INTEGER,                           -- until then (24 hours after the rotation)
+  created_at                  INTEGER NOT NULL,
+  updated_at                  INTEGER NOT NULL
+) STRICT;
+
+-- The webhook outbox: each event written in the transaction of the change that caused it, with the exact body sent.
+-- An event is stored only when some endpoint receives it, and removed with the last endpoint that did.
+CREATE TABLE IF NOT EXISTS webhook_events (
+  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+  id         TEXT NOT NULL UNIQUE,                               -- the webhook-id header, the same on every retry
+  type       TEXT NOT NULL,
+  body       TEXT NOT NULL,                                      -- JSON { type, timestamp, data }, signed as is
+  created_at INTEGER NOT NULL
+) STRICT;
+
+-- One delivery per event and endpoint: its attempts so far and the outcome of the last one.
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+  seq             INTEGER PRIMARY KEY AUTOINCREMENT,             -- creation order
+  id              TEXT NOT NULL UNIQUE,
+  webhook_seq     INTEGER NOT NULL REFERENCES webhooks (seq) ON DELETE CASCADE,
+  event_seq       INTEGER NOT NULL REFERENCES webhook_events (seq),
+  status          TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+  attempt         INTEGER NOT NULL DEFAULT 0 CHECK (attempt >= 0), -- attempts made
+  response_status INTEGER,                                       -- of the last attempt, when the endpoint answered
+  error           TEXT,                                          -- why the last attempt failed
+  created_at      INTEGER NOT NULL,
+  next_attempt_at INTEGER,                                       -- pending only: when the next attempt is due
+  CHECK ((status = 'pending') = (next_attempt_at IS NOT NULL))
+) STRICT;
+
+-- webhooks.deliveries: one endpoint's deliveries newest first, and their count; the cascade when an endpoint is deleted.
+CREATE INDEX IF NOT EXISTS webhook_deliveries_by_webhook ON webhook_deliveries (webhook_seq, seq);
+
+-- The dispatcher: an endpoint's pending deliveries, the earliest due first; failing them all when it is disabled.
+CREATE INDEX IF NOT EXISTS webhook_deliveries_pending ON webhook_deliveries (webhook_seq, next_attempt_at) WHERE status = 'pending';
+
+-- The dispatcher's next wake-up: the earliest pending delivery due later.
+CREATE INDEX IF NOT EXISTS webhook_deliveries_next ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+
+-- Removing the events no delivery refers to any more (after an endpoint is deleted); the foreign key's check.
+CREATE INDEX IF NOT EXISTS webhook_deliveries_by_event ON webhook_deliveries (event_seq);

@@ -41,6 +41,8 @@ import { exportOperations } from './routes/exports.ts';
 import { segmentOperations } from './routes/segments.ts';
 import { systemOperations } from './routes/system.ts';
 import { userOperations } from './routes/users.ts';
+import { webhookOperations } from './routes/webhooks.ts';
+import { openWebhooks } from './webhooks/index.ts';
 
 export interface AppDeps {
   db: Db;
@@ -85,17 +87,29 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(db), accessTokens, config, clock, passwordCost });
   const people = userOperations({ users, clock, passwordCost });
   const { store: customerRepository, audience, feed: customerChanges, export: customerExport } = openCustomers(db, { warm: true, importCacheMiB: config.cacheMiB.imports });
+  /** The origin links in webhook events point at: PUBLIC_URL, else the address the service listens at (see `listeningAt`). */
+  let publicUrl = config.publicUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
+  const webhooks = openWebhooks(db, {
+    clock,
+    fetch: fetch ?? globalThis.fetch,
+    logger,
+    retryScheduleMs: config.webhooks.retryScheduleMs,
+    timeoutMs: config.webhooks.timeoutMs,
+    userName: (id) => users.findUser(id)?.fullName,
+    publicUrl: () => publicUrl,
+  });
   const importJobs = openImportJobs(db, customerRepository, {
     folder: importFolder(config.databasePath),
     maxBytes: config.importMaxBytes,
     clock,
     onEnd: ({ id, status, rowsRead, imported, skipped }) => logger.info('import job ended', { jobId: id, status, rowsRead, imported, skipped }),
+    onFinish: webhooks.outbox.importFinished, // customers.import_completed, in the transaction that ends the job
   });
   const customers = customerOperations({ customers: customerRepository, jobs: importJobs, clock });
   const segmentRepository = createSegmentRepository(db);
   const model = createLanguageModel(config.llm, { logger, fetch, sleep, random, now: clock });
   const segments = segmentOperations({ segments: segmentRepository, audience, customers: customerRepository, model, clock });
-  const campaignRepository = createCampaignRepository(db);
+  const campaignRepository = createCampaignRepository(db, { onMove: webhooks.outbox.campaignMoved }); // webhook events, in the move's transaction
   const campaigns = campaignOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
   const versions = campaignVersionOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
   const csvExports = exportOperations({ campaigns: campaignRepository, segments: segmentRepository, customers: customerExport, clock });
@@ -115,6 +129,7 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   const openStreams = concurrentPerUser({ perUser: config.chat.streamsPerUser, total: config.chat.streamsTotal, what: 'Too many reply streams open' });
   const idempotent = idempotentRequests(createIdempotencyKeyRepository(db, randomUUID()), clock);
   const system = systemOperations({ db, routes: () => routes });
+  const hooks = webhookOperations({ webhooks, clock });
 
   const routes: Route[] = [
     route('GET', '/health', ANYONE, system.health),
@@ -161,11 +176,11 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('PATCH', '/v1/campaigns/{id}/status', SIGNED_IN, campaigns.setStatus),
     route('GET', '/v1/campaigns/{id}/events', SIGNED_IN, campaigns.events),
     route('GET', '/v1/campaigns/{id}/audience', SIGNED_IN, campaigns.audience),
-    route('GET', '/v1/campaigns/{id}/audience.csv', SIGNED_IN, csvExports.campaignAudience),
     route('POST', '/v1/campaigns/{id}/revise', SIGNED_IN, versions.revise, { idempotent, limit: modelCalls }),
     route('POST', '/v1/campaigns/{id}/variants', SIGNED_IN, versions.variants, { idempotent, limit: modelCalls }),
     route('GET', '/v1/campaigns/{id}/versions', SIGNED_IN, versions.versions),
     route('POST', '/v1/campaigns/{id}/versions/{version}/restore', SIGNED_IN, versions.restore),
+    route('GET', '/v1/campaigns/{id}/audience.csv', SIGNED_IN, csvExports.campaignAudience),
 
     route('POST', '/v1/chat/threads', SIGNED_IN, chat.createThread),
     route('GET', '/v1/chat/threads', SIGNED_IN, chat.listThreads),
@@ -174,6 +189,15 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('GET', '/v1/chat/threads/{id}/messages', SIGNED_IN, chat.listMessages),
     route('POST', '/v1/chat/threads/{id}/messages', SIGNED_IN, chat.send, { limit: modelCalls }),
     route('POST', '/v1/chat/threads/{id}/messages/stream', SIGNED_IN, chat.stream, { concurrency: openStreams, limit: modelCalls }),
+
+    route('POST', '/v1/webhooks', ADMIN, hooks.create),
+    route('GET', '/v1/webhooks', ADMIN, hooks.list),
+    route('GET', '/v1/webhooks/{id}', ADMIN, hooks.get),
+    route('PATCH', '/v1/webhooks/{id}', ADMIN, hooks.update),
+    route('DELETE', '/v1/webhooks/{id}', ADMIN, hooks.remove),
+    route('POST', '/v1/webhooks/{id}/rotate-secret', ADMIN, hooks.rotateSecret),
+    route('POST', '/v1/webhooks/{id}/test', ADMIN, hooks.test),
+    route('GET', '/v1/webhooks/{id}/deliveries', ADMIN, hooks.listDeliveries),
   ];
 
   const router = new Router<Route>();
@@ -198,7 +222,16 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   return {
     listener: createListener(handle, logger, stopping.signal),
     routes,
-    /** Aborts every request still running (model calls, streams): the service is stopping. */
-    abortRequests: () => stopping.abort(new Error('The service is stopping.')),
+    /** Aborts every request still running (model calls, streams) and webhook attempts under way: the service is stopping. */
+    abortRequests: () => {
+      stopping.abort(new Error('The service is stopping.'));
+      webhooks.abort();
+    },
+    /** Starts no more webhook attempts; resolves once those under way have ended. Call it before closing the database. */
+    stopDeliveries: () => webhooks.stop(),
+    /** Tells the app the URL it is reached at once it listens: links in webhook events use it unless PUBLIC_URL is set. */
+    listeningAt: (url: string) => {
+      if (config.publicUrl === undefined) publicUrl = url;
+    },
   };
 }

@@ -61,7 +61,18 @@ export interface Config {
   requestTimeoutMs: number;
   /** Scheduled backups: none without `dir`; one at start-up, then every `everyHours`, the newest `keep` kept. */
   backup: { dir: string | undefined; everyHours: number; keep: number };
+  /** The origin (and path prefix) clients reach the service at, for links in webhook events; unset: the listening address. */
+  publicUrl: string | undefined;
+  webhooks: {
+    /** Waits before each retry of a failed delivery, in milliseconds; after the last one the delivery is `failed`. */
+    retryScheduleMs: number[];
+    /** An attempt without a 2xx answer within this long has failed. */
+    timeoutMs: number;
+  };
 }
+
+/** The waits before the retries of a webhook delivery: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
+export const DEFAULT_RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 
 /** A configuration value that stops the process; the message names the variable. */
 export class ConfigError extends Error {
@@ -163,7 +174,42 @@ export function loadConfig(env: Env): Config {
     requestTimeoutMs,
     // The shortest interval, 0.0001 hours (0.36 s), is there for tests; the longest is a year.
     backup: { dir: backupDir, everyHours: hours('BACKUP_EVERY_HOURS', 24, 0.0001, 8760), keep: integer('BACKUP_KEEP', 7, 1, 10_000) },
+    publicUrl: publicUrl(text('PUBLIC_URL')),
+    webhooks: {
+      retryScheduleMs: retrySchedule(text('WEBHOOK_RETRY_SCHEDULE')),
+      timeoutMs: integer('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    },
   };
+}
+
+/** Returns PUBLIC_URL without trailing slashes; throws `ConfigError` unless it is an http(s) URL without credentials, query or fragment. */
+function publicUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('PUBLIC_URL', `expected an http(s) URL such as https://campaigns.example.com, got "${raw}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('PUBLIC_URL', `expected an http or https URL, got "${raw}"`);
+  if (url.username || url.password || url.search || url.hash) {
+    throw new ConfigError('PUBLIC_URL', `expected an origin with an optional path, without credentials, query or fragment, got "${raw}"`);
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+/** Returns the retry waits of WEBHOOK_RETRY_SCHEDULE (comma-separated milliseconds), or the default; throws `ConfigError`. */
+function retrySchedule(raw: string | undefined): number[] {
+  if (raw === undefined) return [...DEFAULT_RETRY_SCHEDULE_MS];
+  const parts = raw.split(',').map((part) => part.trim());
+  const max = 7 * 24 * 3_600_000;
+  if (parts.length > 20 || parts.some((part) => !/^\d+$/.test(part) || Number(part) < 1 || Number(part) > max)) {
+    throw new ConfigError(
+      'WEBHOOK_RETRY_SCHEDULE',
+      `expected up to 20 comma-separated waits in whole milliseconds from 1 to ${max} (e.g. "5000,300000"), got "${raw}"`,
+    );
+  }
+  return parts.map(Number);
 }
 
 /** The secret from `TOKEN_SECRET`, else the one kept beside the database, created on first start. */

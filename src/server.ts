@@ -92,6 +92,7 @@ export async function startService(config: Config): Promise<RunningService> {
   }
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  app.listeningAt(url);
   const { provider, model, baseUrl } = config.llm;
   logger.info('listening', {
     url,
@@ -107,13 +108,14 @@ export async function startService(config: Config): Promise<RunningService> {
 
   const stop = async (graceMs = 10_000) => {
     const backupsStopped = backups?.stop(); // a backup under way is abandoned while requests finish
+    const deliveriesStopped = app.stopDeliveries(); // webhook attempts under way finish within the grace too
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const timer = setTimeout(() => {
-      app.abortRequests(); // model calls and streams end now, so their connections close cleanly
+      app.abortRequests(); // model calls, streams and webhook attempts end now, so their connections close cleanly
       server.closeAllConnections();
     }, graceMs);
-    await closed;
+    await Promise.all([closed, deliveriesStopped]);
     clearTimeout(timer);
     await backupsStopped;
     db.close();

@@ -92,3 +92,29 @@ test('config: a stored secret that is not at least 32 bytes of hex stops start-u
     rmSync(folder, { recursive: true, force: true });
   }
 });
+
+test('config: WEBHOOK_RETRY_SCHEDULE is comma-separated whole milliseconds; the default is 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', () => {
+  const load = (env: Record<string, string>) => loadConfig({ DATABASE_PATH: join(tempDir(), 'hooks.db'), TOKEN_SECRET: SECRET, ...env });
+  assert.deepEqual(load({}).webhooks.retryScheduleMs, [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+  assert.deepEqual(load({ WEBHOOK_RETRY_SCHEDULE: '200,200' }).webhooks.retryScheduleMs, [200, 200]);
+  assert.deepEqual(load({ WEBHOOK_RETRY_SCHEDULE: ' 1000 , 60000 ' }).webhooks.retryScheduleMs, [1_000, 60_000]);
+  for (const bad of ['5s', '200,,200', '0', '-1', '1.5', '200;200', '700000000', Array(21).fill('1').join(',')]) {
+    assertConfigError({ WEBHOOK_RETRY_SCHEDULE: bad }, 'WEBHOOK_RETRY_SCHEDULE');
+  }
+});
+
+test('config: WEBHOOK_TIMEOUT_MS defaults to 10 s and must be 100 ms to 60 s', () => {
+  assert.equal(loadConfig({ DATABASE_PATH: join(tempDir(), 'hooks.db'), TOKEN_SECRET: SECRET }).webhooks.timeoutMs, 10_000);
+  assertConfigError({ WEBHOOK_TIMEOUT_MS: '99' }, 'WEBHOOK_TIMEOUT_MS');
+  assertConfigError({ WEBHOOK_TIMEOUT_MS: '10s' }, 'WEBHOOK_TIMEOUT_MS');
+});
+
+test('config: PUBLIC_URL is an http(s) origin with an optional path, kept without trailing slashes; unset by default', () => {
+  const load = (env: Record<string, string>) => loadConfig({ DATABASE_PATH: join(tempDir(), 'hooks.db'), TOKEN_SECRET: SECRET, ...env });
+  assert.equal(load({}).publicUrl, undefined);
+  assert.equal(load({ PUBLIC_URL: 'https://Campaigns.Example.com/' }).publicUrl, 'https://campaigns.example.com');
+  assert.equal(load({ PUBLIC_URL: 'https://example.com/campaigns//' }).publicUrl, 'https://example.com/campaigns');
+  for (const bad of ['campaigns.example.com', 'ftp://example.com', 'https://user:pw@example.com', 'https://example.com/?a=1', 'https://example.com/#top']) {
+    assertConfigError({ PUBLIC_URL: bad }, 'PUBLIC_URL');
+  }
+});

@@ -139,6 +139,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
   const server: Server = createServer(app.listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  app.listeningAt(url);
   const users = createUserRepository(db);
 
   const request = async <T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<Reply<T>> => {
@@ -191,6 +192,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await app.stopDeliveries();
       db.close();
       if (dir) rmSync(dir, { recursive: true, force: true });
     },

@@ -4,6 +4,7 @@ import type * as v from 'valibot';
 import type { ErrorCode } from '../domain/errors.ts';
 import { StreamDelta, StreamDone, StreamError, StreamEvent, StreamStart } from '../schemas/chat.ts';
 import { Problem } from '../schemas/common.ts';
+import { WEBHOOK_SCHEMAS, webhookDescriptions } from './openapi-webhooks.ts';
 import type { Route } from './operation.ts';
 import { PROBLEMS } from './problem.ts';
 import { Router } from './router.ts';
@@ -18,6 +19,7 @@ const NAMED_SCHEMAS: Record<string, v.GenericSchema> = {
   ChatStreamDeltaEvent: StreamDelta,
   ChatStreamDoneEvent: StreamDone,
   ChatStreamErrorEvent: StreamError,
+  ...WEBHOOK_SCHEMAS,
 };
 
 /** Every tag an operation may carry, with what it groups. */
@@ -29,6 +31,7 @@ const TAGS: Record<string, string> = {
   segments: 'Saved audience segments: conditions combined with AND, with live counts.',
   campaigns: 'Campaigns drafted by a language model for a segment, edited within channel limits and taken through review.',
   chat: 'Assistant threads about the customer base; replies whole or streamed as server-sent events.',
+  webhooks: 'Endpoints that receive signed events (Standard Webhooks) when campaigns move and imports end; secrets, test sends and delivery logs. Admins only.',
 };
 
 const CONVERSION = { target: 'draft-2020-12', errorMode: 'ignore', overrideRef: ({ referenceId }: { referenceId: string }) => `#/components/schemas/${referenceId}` } as const;
@@ -209,6 +212,7 @@ export function buildOpenApi(routes: readonly Route[]): JsonSchema {
     servers: [{ url: '/' }],
     tags: Object.entries(TAGS).map(([name, text]) => ({ name, description: text })),
     paths,
+    webhooks: webhookDescriptions(),
     'x-method-not-allowed': { response: METHOD_NOT_ALLOWED, allow },
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } },

@@ -24,6 +24,11 @@ export interface ImportJobsOptions {
   clock: Clock;
   /** Told when a job has ended, with the job as it ended. */
   onEnd?: (job: ImportJob) => void;
+  /**
+   * Called inside the transaction that ends a job, with the job as it ended: what it writes commits with the job's
+   * end or not at all (the webhook outbox). It must not await.
+   */
+  onFinish?: (job: ImportJob) => void;
 }
 
 /** What came with an upload besides its bytes. */
@@ -40,8 +45,12 @@ export type ImportJobs = ReturnType<typeof createImportJobs>;
  * Returns the import jobs of `db`. Jobs a stopped process left `running` are marked `interrupted` (their committed
  * rows and counts stay), and their uploads removed.
  */
-export function createImportJobs(db: Db, runJob: CustomerImports['runJob'], { folder, maxBytes, clock, onEnd }: ImportJobsOptions) {
+export function createImportJobs(db: Db, runJob: CustomerImports['runJob'], { folder, maxBytes, clock, onEnd, onFinish }: ImportJobsOptions) {
   const store = createImportJobStore(db);
+  const finishJob = db.transaction((job: JobToRun, status: 'completed' | 'failed') => {
+    store.finishJob(job.seq, status, clock());
+    onFinish?.(store.getJob(job.id));
+  });
   store.interruptRunning(clock());
   rmSync(folder, { recursive: true, force: true });
   mkdirSync(folder, { recursive: true });
@@ -54,7 +63,7 @@ export function createImportJobs(db: Db, runJob: CustomerImports['runJob'], { fo
     if (!job) return;
     running = true;
     runJob(job, fileOf(job.id), (status) => {
-      store.finishJob(job.seq, status, clock());
+      finishJob.immediate(job, status);
       rmSync(fileOf(job.id), { force: true });
       running = false;
       onEnd?.(store.getJob(job.id));

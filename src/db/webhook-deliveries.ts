@@ -1,0 +1,177 @@
+// SQL for the webhook outbox: events, one delivery per event and endpoint, and the outcome of each attempt.
+// Knows no HTTP: the dispatcher decides what an answer means; this stores it.
+import { randomUUID } from 'node:crypto';
+import { AppError } from '../domain/errors.ts';
+import type { DeliveryStatus, EventType } from '../domain/webhooks.ts';
+import type { Db } from './database.ts';
+import type { WebhookRepository } from './webhooks.ts';
+
+/** A delivery as the API shows it. `attempt` counts the attempts made; `nextAttemptAt` is set while pending. */
+export interface Delivery {
+  id: string;
+  eventId: string;
+  type: EventType;
+  attempt: number;
+  status: DeliveryStatus;
+  responseStatus?: number;
+  error?: string;
+  createdAt: string;
+  nextAttemptAt?: string;
+}
+
+/** An event as written to the outbox: its id (the `webhook-id` header) and the exact body to sign and send. */
+export interface OutboxEvent {
+  id: string;
+  type: EventType;
+  body: string;
+  createdAt: Date;
+}
+
+/** A pending delivery with what its next attempt sends. */
+export interface DueDelivery {
+  id: string;
+  webhookSeq: number;
+  eventId: string;
+  body: string;
+  /** Attempts made before this one. */
+  attempt: number;
+}
+
+/** What an attempt came to: still pending (with the next attempt's time), succeeded or failed for good. */
+export interface AttemptResult {
+  status: DeliveryStatus;
+  responseStatus: number | undefined;
+  error: string | undefined;
+  nextAttemptAt: Date | undefined;
+  /** Set when the answer disables the endpoint: why. */
+  disable?: string;
+}
+
+interface DeliveryRow {
+  id: string;
+  event_id: string;
+  type: EventType;
+  attempt: number;
+  status: DeliveryStatus;
+  response_status: number | null;
+  error: string | null;
+  created_at: number;
+  next_attempt_at: number | null;
+}
+
+function toDelivery(row: DeliveryRow): Delivery {
+  return {
+    id: row.id,
+    eventId: row.event_id,
+    type: row.type,
+    attempt: row.attempt,
+    status: row.status,
+    ...(row.response_status === null ? {} : { responseStatus: row.response_status }),
+    ...(row.error === null ? {} : { error: row.error }),
+    createdAt: new Date(row.created_at).toISOString(),
+    ...(row.next_attempt_at === null ? {} : { nextAttemptAt: new Date(row.next_attempt_at).toISOString() }),
+  };
+}
+
+const DELIVERY_COLUMNS = `d.id, e.id AS event_id, e.type, d.attempt, d.status, d.response_status, d.error, d.created_at, d.next_attempt_at
+  FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq`;
+
+export type DeliveryRepository = ReturnType<typeof createDeliveryRepository>;
+
+/** Returns the outbox queries, prepared once; `webhooks` disables an endpoint when an answer says so. */
+export function createDeliveryRepository(db: Db, webhooks: WebhookRepository) {
+  const insertEvent = db.prepare('INSERT INTO webhook_events (id, type, body, created_at) VALUES (@id, @type, @body, @createdAt)');
+  const insertDelivery = db.prepare(
+    `INSERT INTO webhook_deliveries (id, webhook_seq, event_seq, status, created_at, next_attempt_at)
+     VALUES (@id, @webhookSeq, @eventSeq, 'pending', @createdAt, @createdAt)`,
+  );
+  const byId = db.prepare<[string], DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} WHERE d.id = ?`);
+  const page = db.prepare<[number, number, number], DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} WHERE d.webhook_seq = ? ORDER BY d.seq DESC LIMIT ? OFFSET ?`);
+  const count = db.prepare<[number], number>('SELECT count(*) FROM webhook_deliveries WHERE webhook_seq = ?').pluck();
+  const due = db.prepare<[number, number, number], DueDelivery>(
+    `SELECT d.id, d.webhook_seq AS webhookSeq, e.id AS eventId, e.body, d.attempt
+     FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
+     WHERE d.webhook_seq = ? AND d.status = 'pending' AND d.next_attempt_at <= ?
+     ORDER BY d.next_attempt_at, d.seq LIMIT ?`,
+  );
+  const pendingById = db.prepare<[string], DueDelivery>(
+    `SELECT d.id, d.webhook_seq AS webhookSeq, e.id AS eventId, e.body, d.attempt
+     FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq WHERE d.id = ? AND d.status = 'pending'`,
+  );
+  const nextDue = db.prepare<[number], number | null>(`SELECT min(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at > ?`).pluck();
+  const record = db.prepare(
+    `UPDATE webhook_deliveries SET status = @status, attempt = attempt + 1, response_status = @responseStatus, error = @error,
+       next_attempt_at = @nextAttemptAt
+     WHERE id = @id AND status = 'pending'`,
+  );
+
+  const writeEvent = db.transaction((event: OutboxEvent, webhookSeqs: readonly number[]): string[] => {
+    const createdAt = event.createdAt.getTime();
+    const eventSeq = insertEvent.run({ id: event.id, type: event.type, body: event.body, createdAt }).lastInsertRowid;
+    return webhookSeqs.map((webhookSeq) => {
+      const id = randomUUID();
+      insertDelivery.run({ id, webhookSeq, eventSeq, createdAt });
+      return id;
+    });
+  });
+
+  const recordAttempt = db.transaction((id: string, webhookSeq: number, result: AttemptResult, now: Date): boolean => {
+    const changed = record.run({
+      id,
+      status: result.status,
+      responseStatus: result.responseStatus ?? null,
+      error: result.error ?? null,
+      nextAttemptAt: result.nextAttemptAt?.getTime() ?? null,
+    }).changes;
+    if (changed && result.disable !== undefined) webhooks.disableWebhook(webhookSeq, result.disable, now);
+    return changed > 0;
+  });
+
+  return {
+    /**
+     * Writes the event and one pending delivery, due at once, for each endpoint; returns the deliveries' ids. Runs in
+     * the caller's transaction when there is one, so the event commits or rolls back with the change that caused it.
+     */
+    writeEvent(event: OutboxEvent, webhookSeqs: readonly number[]): string[] {
+      return writeEvent(event, webhookSeqs);
+    },
+
+    /** Returns the delivery; throws `not_found`. */
+    getDelivery(id: string): Delivery {
+      const row = byId.get(id);
+      if (!row) throw new AppError('not_found', `No delivery with id ${id}.`);
+      return toDelivery(row);
+    },
+
+    /** Returns one page of the endpoint's deliveries, newest first, and how many it has. */
+    listDeliveries(webhookSeq: number, pageNumber: number, limit: number): { items: Delivery[]; total: number } {
+      const total = count.get(webhookSeq)!;
+      const offset = (pageNumber - 1) * limit;
+      return { items: offset < total ? page.all(webhookSeq, limit, offset).map(toDelivery) : [], total };
+    },
+
+    /** Returns up to `limit` of the endpoint's pending deliveries due at `now`, the earliest due first. */
+    dueDeliveries(webhookSeq: number, now: Date, limit: number): DueDelivery[] {
+      return due.all(webhookSeq, now.getTime(), limit);
+    },
+
+    /** Returns the delivery if it is still pending, due or not. */
+    findPending(id: string): DueDelivery | undefined {
+      return pendingById.get(id);
+    },
+
+    /** Returns when the earliest pending delivery due after `now` is due, or undefined when there is none. */
+    nextDueAfter(now: Date): Date | undefined {
+      const at = nextDue.get(now.getTime());
+      return at === null || at === undefined ? undefined : new Date(at);
+    },
+
+    /**
+     * Stores the outcome of an attempt of a pending delivery (and disables the endpoint when `result.disable` says
+     * so); returns false when the delivery was no longer pending (its endpoint disabled or deleted meanwhile).
+     */
+    recordAttempt(id: string, webhookSeq: number, result: AttemptResult, now: Date): boolean {
+      return recordAttempt.immediate(id, webhookSeq, result, now);
+    },
+  };
+}
