@@ -1,8 +1,11 @@
 // @ts-check
 // One typed function per API operation the console uses; screens call these, never raw paths.
 import { request, send } from './api.js';
+import { fileOf } from './download.js';
 
 /** @typedef {{ signal?: AbortSignal }} Opts */
+/** @typedef {import('./types.js').ExportFormat} ExportFormat */
+/** @typedef {import('./download.js').DownloadedFile} DownloadedFile */
 
 const id = encodeURIComponent;
 
@@ -38,12 +41,16 @@ export const segments = {
   get: (segmentId, o = {}) => request('GET', `/v1/segments/${id(segmentId)}`, o),
   /** @param {import('./types.js').Condition[]} conditions @param {Opts} [o] @returns {Promise<import('./types.js').Preview>} */
   preview: (conditions, o = {}) => request('POST', '/v1/segments/preview', { body: { conditions }, ...o }),
+  /** @param {string} description @param {Opts} [o] @returns {Promise<import('./types.js').SegmentDraft>} conditions read from words; nothing stored */
+  draft: (description, o = {}) => request('POST', '/v1/segments/draft', { body: { description }, ...o }),
   /** @param {{ name: string, conditions: import('./types.js').Condition[] }} body @returns {Promise<import('./types.js').Segment>} */
   create: (body) => request('POST', '/v1/segments', { body }),
   /** @param {string} segmentId @param {{ name?: string, conditions?: import('./types.js').Condition[] }} body @returns {Promise<import('./types.js').Segment>} */
   update: (segmentId, body) => request('PATCH', `/v1/segments/${id(segmentId)}`, { body }),
   /** @param {string} segmentId @returns {Promise<null>} */
   remove: (segmentId) => request('DELETE', `/v1/segments/${id(segmentId)}`),
+  /** @param {string} segmentId @param {ExportFormat} format @returns {Promise<DownloadedFile>} its customers matching now, as CSV */
+  customersCsv: async (segmentId, format) => fileOf(await send('GET', `/v1/segments/${id(segmentId)}/customers.csv`, { query: { format }, headers: { accept: 'text/csv' } }), 'segment-customers.csv'),
 };
 
 export const campaigns = {
@@ -64,6 +71,27 @@ export const campaigns = {
   move: (campaignId, status, note) => request('PATCH', `/v1/campaigns/${id(campaignId)}/status`, { body: note ? { status, note } : { status } }),
   /** @param {string} campaignId @param {Opts} [o] @returns {Promise<import('./types.js').CampaignEvent[]>} */
   events: (campaignId, o = {}) => request('GET', `/v1/campaigns/${id(campaignId)}/events`, o),
+  /** @param {string} campaignId @param {Opts} [o] @returns {Promise<import('./types.js').CampaignAudience>} 409 before approval */
+  audience: (campaignId, o = {}) => request('GET', `/v1/campaigns/${id(campaignId)}/audience`, o),
+  /** @param {string} campaignId @param {ExportFormat} format @returns {Promise<DownloadedFile>} the audience frozen at approval, as CSV */
+  audienceCsv: async (campaignId, format) =>
+    fileOf(await send('GET', `/v1/campaigns/${id(campaignId)}/audience.csv`, { query: { format }, headers: { accept: 'text/csv' } }), `campaign-${campaignId}-audience.csv`),
+  /**
+   * Rewrites a draft as the instruction says; the new copy is current. A retry with the same key and body is answered
+   * from the first success instead of revising twice.
+   * @param {string} campaignId @param {string} instruction @param {string} idempotencyKey @param {Opts} [o] @returns {Promise<import('./types.js').Campaign>}
+   */
+  revise: (campaignId, instruction, idempotencyKey, o = {}) =>
+    request('POST', `/v1/campaigns/${id(campaignId)}/revise`, { body: { instruction }, headers: { 'idempotency-key': idempotencyKey }, ...o }),
+  /**
+   * Writes 2 or 3 alternatives, stored as versions and not made current.
+   * @param {string} campaignId @param {import('./types.js').VariantsRequest} body @param {string} idempotencyKey @param {Opts} [o] @returns {Promise<import('./types.js').VariantList>}
+   */
+  variants: (campaignId, body, idempotencyKey, o = {}) => request('POST', `/v1/campaigns/${id(campaignId)}/variants`, { body, headers: { 'idempotency-key': idempotencyKey }, ...o }),
+  /** @param {string} campaignId @param {Opts} [o] @returns {Promise<import('./types.js').CampaignVersion[]>} oldest first */
+  versions: (campaignId, o = {}) => request('GET', `/v1/campaigns/${id(campaignId)}/versions`, o),
+  /** @param {string} campaignId @param {number} version @param {Opts} [o] @returns {Promise<import('./types.js').Campaign>} that copy made current, as a new version */
+  restore: (campaignId, version, o = {}) => request('POST', `/v1/campaigns/${id(campaignId)}/versions/${version}/restore`, o),
 };
 
 export const users = {
@@ -73,6 +101,25 @@ export const users = {
   create: (body) => request('POST', '/v1/users', { body }),
   /** @param {string} userId @param {import('./types.js').UserChanges} body @returns {Promise<import('./types.js').User>} */
   update: (userId, body) => request('PATCH', `/v1/users/${id(userId)}`, { body }),
+};
+
+export const webhooks = {
+  /** @param {Opts} [o] @returns {Promise<import('./types.js').Webhook[]>} */
+  list: (o = {}) => request('GET', '/v1/webhooks', o),
+  /** @param {string} webhookId @param {Opts} [o] @returns {Promise<import('./types.js').Webhook>} */
+  get: (webhookId, o = {}) => request('GET', `/v1/webhooks/${id(webhookId)}`, o),
+  /** @param {import('./types.js').NewWebhook} body @returns {Promise<import('./types.js').WebhookWithSecret>} the only answer that shows the secret, with rotate's */
+  create: (body) => request('POST', '/v1/webhooks', { body }),
+  /** @param {string} webhookId @param {import('./types.js').WebhookChanges} body @returns {Promise<import('./types.js').Webhook>} */
+  update: (webhookId, body) => request('PATCH', `/v1/webhooks/${id(webhookId)}`, { body }),
+  /** @param {string} webhookId @returns {Promise<null>} */
+  remove: (webhookId) => request('DELETE', `/v1/webhooks/${id(webhookId)}`),
+  /** @param {string} webhookId @returns {Promise<import('./types.js').WebhookWithSecret>} */
+  rotateSecret: (webhookId) => request('POST', `/v1/webhooks/${id(webhookId)}/rotate-secret`),
+  /** @param {string} webhookId @returns {Promise<import('./types.js').Delivery>} the test's delivery after its first attempt */
+  test: (webhookId) => request('POST', `/v1/webhooks/${id(webhookId)}/test`),
+  /** @param {string} webhookId @param {{ page?: number, limit?: number }} query @param {Opts} [o] @returns {Promise<import('./types.js').DeliveryPage>} newest first */
+  deliveries: (webhookId, query, o = {}) => request('GET', `/v1/webhooks/${id(webhookId)}/deliveries`, { query, ...o }),
 };
 
 export const chat = {

@@ -6,6 +6,7 @@ const moneyFormat = new Intl.NumberFormat(undefined, { minimumFractionDigits: 2,
 const compactMoney = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 });
 const dateFormat = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', timeZone: 'UTC' });
 const dateTimeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+const preciseFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 const monthFormat = new Intl.DateTimeFormat(undefined, { month: 'short', year: '2-digit', timeZone: 'UTC' });
 
 /** @param {number} n */
@@ -20,6 +21,8 @@ export const percent = (n) => `${n.toLocaleString(undefined, { maximumFractionDi
 export const date = (iso) => dateFormat.format(new Date(iso));
 /** A moment in the viewer's time zone. @param {string} iso */
 export const dateTime = (iso) => dateTimeFormat.format(new Date(iso));
+/** A moment to the second, for logs where seconds matter. @param {string} iso */
+export const preciseTime = (iso) => preciseFormat.format(new Date(iso));
 /** `2026-09` as "Sep 26". @param {string} month */
 export const month = (month) => monthFormat.format(new Date(`${month}-01T00:00:00Z`));
 
@@ -43,6 +46,8 @@ export const CAMPAIGN_STATUS_NAMES = /** @type {const} */ ({ draft: 'Draft', in_
 export const CHANNEL_NAMES = /** @type {const} */ ({ sms: 'SMS', email: 'Email', push: 'Push notification' });
 
 export const TONE_NAMES = /** @type {const} */ ({ professional: 'Professional', friendly: 'Friendly', urgent: 'Urgent', promotional: 'Promotional' });
+
+export const VERSION_SOURCE_NAMES = /** @type {const} */ ({ generated: 'Generated', revised: 'Revised', edited: 'Edited', variant: 'Variant', restored: 'Restored' });
 
 export const FIELD_NAMES = /** @type {const} */ ({
   country: 'Country',

@@ -15,6 +15,8 @@ import { segmentEditorScreen } from './screens/segment-editor.js';
 import { segmentsScreen } from './screens/segments.js';
 import { signInScreen } from './screens/sign-in.js';
 import { usersScreen } from './screens/users.js';
+import { webhookScreen } from './screens/webhook.js';
+import { webhooksScreen } from './screens/webhooks.js';
 
 /** @typedef {import('./types.js').Screen} Screen */
 /** @typedef {{ pattern: RegExp, nav: string, screen: Screen, allowed?: () => boolean }} Route */
@@ -30,6 +32,8 @@ const ROUTES = [
   { pattern: /^\/campaigns\/(?<id>[^/]+)$/, nav: '/campaigns', screen: campaignScreen },
   { pattern: /^\/assistant(?:\/(?<id>[^/]+))?\/?$/, nav: '/assistant', screen: assistantScreen },
   { pattern: /^\/users\/?$/, nav: '/users', screen: usersScreen, allowed: () => session.can('manageUsers') },
+  { pattern: /^\/webhooks\/?$/, nav: '/webhooks', screen: webhooksScreen, allowed: () => session.can('manageWebhooks') },
+  { pattern: /^\/webhooks\/(?<id>[^/]+)$/, nav: '/webhooks', screen: webhookScreen, allowed: () => session.can('manageWebhooks') },
 ];
 
 const NAV = [
@@ -39,6 +43,7 @@ const NAV = [
   { href: '/campaigns', label: 'Campaigns' },
   { href: '/assistant', label: 'Assistant' },
   { href: '/users', label: 'Users', allowed: () => session.can('manageUsers') },
+  { href: '/webhooks', label: 'Webhooks', allowed: () => session.can('manageWebhooks') },
 ];
 
 const app = /** @type {HTMLElement} */ (document.getElementById('app'));

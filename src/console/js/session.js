@@ -74,12 +74,12 @@ export async function signOut() {
 }
 
 /**
- * What the signed-in user's role allows, as in product.md's table; the console offers only these actions.
- * @param {'deleteCustomers' | 'review' | 'manageUsers'} action
+ * What the signed-in user's role allows, as in product.md's table (webhooks: section 10); the console offers only these actions.
+ * @param {'deleteCustomers' | 'review' | 'manageUsers' | 'manageWebhooks'} action
  */
 export function can(action) {
   const role = currentUser?.role;
-  if (action === 'manageUsers') return role === 'admin';
+  if (action === 'manageUsers' || action === 'manageWebhooks') return role === 'admin';
   return role === 'marketing_lead' || role === 'admin';
 }
 

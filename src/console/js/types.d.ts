@@ -4,9 +4,11 @@ import type * as v from 'valibot';
 import type * as campaigns from '../../schemas/campaigns.ts';
 import type * as chat from '../../schemas/chat.ts';
 import type * as customers from '../../schemas/customers.ts';
+import type * as exports from '../../schemas/exports.ts';
 import type * as imports from '../../schemas/imports.ts';
 import type * as segments from '../../schemas/segments.ts';
 import type * as users from '../../schemas/users.ts';
+import type * as webhooks from '../../schemas/webhooks.ts';
 
 export type User = v.InferOutput<typeof users.User>;
 export type Role = User['role'];
@@ -34,6 +36,7 @@ export type Segment = v.InferOutput<typeof segments.Segment>;
 export type Condition = v.InferInput<typeof segments.SegmentCondition>;
 export type ConditionField = Condition['field'];
 export type Preview = v.InferOutput<typeof segments.Preview>;
+export type SegmentDraft = v.InferOutput<typeof segments.SegmentDraft>;
 
 export type Campaign = v.InferOutput<typeof campaigns.Campaign>;
 export type CampaignStatus = Campaign['status'];
@@ -44,6 +47,20 @@ export type CampaignEvent = v.InferOutput<typeof campaigns.CampaignEventList>[nu
 export type GenerateRequest = v.InferInput<typeof campaigns.GenerateRequest>;
 export type CampaignQuery = v.InferInput<typeof campaigns.CampaignListQuery>;
 export type CampaignCopy = Pick<Campaign, 'title' | 'message' | 'callToAction'>;
+export type CampaignAudience = v.InferOutput<typeof campaigns.CampaignAudience>;
+export type CampaignVersion = v.InferOutput<typeof campaigns.CampaignVersion>;
+export type VersionSource = CampaignVersion['source'];
+export type VariantsRequest = v.InferInput<typeof campaigns.VariantsRequest>;
+export type VariantList = v.InferOutput<typeof campaigns.VariantList>;
+export type ExportFormat = exports.ExportFormat;
+
+export type Webhook = v.InferOutput<typeof webhooks.Webhook>;
+export type WebhookEvent = Webhook['events'][number];
+export type WebhookWithSecret = v.InferOutput<typeof webhooks.WebhookWithSecret>;
+export type NewWebhook = v.InferInput<typeof webhooks.NewWebhookRequest>;
+export type WebhookChanges = v.InferInput<typeof webhooks.WebhookChangesRequest>;
+export type Delivery = v.InferOutput<typeof webhooks.Delivery>;
+export type DeliveryPage = v.InferOutput<typeof webhooks.DeliveryPage>;
 
 export type Thread = v.InferOutput<typeof chat.Thread>;
 export type ThreadPage = v.InferOutput<typeof chat.ThreadPage>;

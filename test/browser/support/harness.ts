@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import type { Role } from '../../../src/domain/auth-user.ts';
 import { realSleep, type Sleep } from '../../../src/llm/sleep.ts';
@@ -78,14 +79,18 @@ export async function signOut(page: Page): Promise<void> {
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
 }
 
-/** Saves `test-results/<name>-1280.png` and `-360.png`, whole page, from the top; waits for the layout to settle. */
-export async function screenshots(page: Page, name: string): Promise<void> {
-  mkdirSync(SHOTS, { recursive: true });
+/**
+ * Saves `<name>-1280.png` and `-360.png`, whole page, from the top, after the layout settles: in `directory`, else in
+ * `SCREENSHOTS_DIR` when set (to keep them out of the working tree), else in test-results/ at the top.
+ */
+export async function screenshots(page: Page, name: string, directory = process.env.SCREENSHOTS_DIR): Promise<void> {
+  const shots = directory ? pathToFileURL(`${directory.replace(/\/+$/, '')}/`) : SHOTS;
+  mkdirSync(shots, { recursive: true });
   for (const size of [DESKTOP, PHONE]) {
     await page.setViewportSize(size);
     await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
     await page.evaluate(() => window.scrollTo(0, 0));
-    await page.screenshot({ path: new URL(`${name}-${size.width}.png`, SHOTS).pathname, fullPage: true });
+    await page.screenshot({ path: new URL(`${name}-${size.width}.png`, shots).pathname, fullPage: true });
   }
   await page.setViewportSize(DESKTOP);
 }

@@ -1,6 +1,7 @@
 // @ts-check
-// One campaign: the draft as it would look on its channel with the limits, editing while it is a draft, the review
-// moves the user's role allows, and the trail of who moved it when.
+// One campaign: the draft as it would look on its channel with the limits, editing, revising, variants and versions
+// while it is a draft, the review moves the user's role allows, the hand-off once it is approved, and the trail of who
+// moved it when.
 import * as api from '../endpoints.js';
 import { h, loading, pageHeader, replace } from '../dom.js';
 import { channelPreview, limitList } from '../channel-preview.js';
@@ -10,6 +11,8 @@ import { CHANNEL_LIMITS } from '../limits.js';
 import { clearFormErrors, errorBox, showFormError } from '../problems.js';
 import { navigate } from '../router.js';
 import * as session from '../session.js';
+import { draftingPanel } from './campaign-drafting.js';
+import { handoffCard } from './campaign-handoff.js';
 
 /** @typedef {import('../types.js').Campaign} Campaign */
 /** @typedef {import('../types.js').CampaignStatus} CampaignStatus */
@@ -37,10 +40,12 @@ export function campaignScreen(root, { params, signal }) {
   const id = /** @type {string} */ (params.id);
   root.append(loading('Loading the campaign…'));
 
-  const load = async () => {
+  /** Shows the campaign as it is now; `then` runs once it is shown. @param {() => void} [then] */
+  const load = async (then) => {
     try {
       const [campaign, events] = await Promise.all([api.campaigns.get(id, { signal }), api.campaigns.events(id, { signal })]);
       show(campaign, events);
+      then?.();
     } catch (error) {
       if (!signal.aborted) replace(root, pageHeader('Campaign'), errorBox(error, h('a', { href: '/campaigns' }, 'Back to campaigns')));
     }
@@ -54,18 +59,29 @@ export function campaignScreen(root, { params, signal }) {
     document.title = `${campaign.title} · Campaign console`;
     const previewArea = h('div', {}, channelPreview(campaign.channel, campaign), limitList(campaign.channel, campaign));
     const redraw = (/** @type {import('../types.js').CampaignCopy} */ copy) => replace(previewArea, channelPreview(campaign.channel, copy), limitList(campaign.channel, copy));
+    // A new copy (revised, or a version restored) is read again with the trail that notes it; focus goes to its preview.
+    const copyChanged = (/** @type {string} */ said) =>
+      load(() => {
+        notify(said);
+        document.getElementById('preview-title')?.focus();
+      });
+    const drafting = campaign.status === 'draft' ? draftingPanel(campaign, { signal, events, changed: copyChanged }) : null;
     replace(
       root,
       pageHeader(campaign.title, h('span', {}, h('span', { class: `badge campaign-${campaign.status}`, 'data-status': campaign.status }, CAMPAIGN_STATUS_NAMES[campaign.status]), ` ${CHANNEL_NAMES[campaign.channel]} for `, h('a', { href: `/segments/${encodeURIComponent(campaign.segmentId)}` }, campaign.segmentName))),
+      drafting?.variants,
       h(
         'div',
         { class: 'grid-2 campaign-layout' },
-        h('section', { class: 'card', 'aria-labelledby': 'preview-title' }, h('h2', { id: 'preview-title' }, `Preview: ${CHANNEL_NAMES[campaign.channel]}`), previewArea),
+        h('section', { class: 'card', 'aria-labelledby': 'preview-title' }, h('h2', { id: 'preview-title', tabindex: '-1' }, `Preview: ${CHANNEL_NAMES[campaign.channel]}`), previewArea),
         h(
           'div',
           { class: 'stack' },
+          campaign.status === 'approved' || campaign.status === 'sent' ? handoffCard(campaign, signal) : null,
           reviewCard(campaign, load),
+          drafting?.revise,
           campaign.status === 'draft' ? editCard(campaign, redraw, (updated) => show(updated, events)) : null,
+          drafting?.versions,
           detailsCard(campaign),
           trailCard(events),
         ),
@@ -117,7 +133,7 @@ function reviewCard(campaign, reload) {
     buttons.push(remove);
   }
   form.append(h('div', { class: 'form-actions start' }, buttons));
-  const statusWords = { draft: 'A draft: edit it, then submit it for review.', in_review: 'In review.', approved: 'Approved and ready to send.', sent: 'Sent. Nothing more to do.' };
+  const statusWords = { draft: 'A draft: edit it, then submit it for review.', in_review: 'In review.', approved: 'Approved. Once it has gone out, it is marked as sent; reopening it as a draft unfreezes the audience.', sent: 'Sent. Nothing more to do.' };
   return h('section', { class: 'card', 'aria-labelledby': 'review-title' }, h('h2', { id: 'review-title' }, 'Review'), h('p', {}, statusWords[campaign.status]), waiting, allowed.length || campaign.status === 'draft' ? form : null);
 }
 
@@ -171,6 +187,17 @@ function detailsCard(campaign) {
   );
 }
 
+/**
+ * What a line of the trail says happened; a draft → draft line is work on the copy (revised, variants, restored), its
+ * note saying which.
+ * @param {import('../types.js').CampaignEvent} e
+ */
+function movedText(e) {
+  if (e.from === null) return 'drafted it';
+  if (e.from === e.to) return 'worked on the draft';
+  return `moved it from ${CAMPAIGN_STATUS_NAMES[e.from].toLowerCase()} to ${CAMPAIGN_STATUS_NAMES[e.to].toLowerCase()}`;
+}
+
 /** @param {import('../types.js').CampaignEvent[]} events */
 function trailCard(events) {
   return h(
@@ -184,7 +211,7 @@ function trailCard(events) {
         h(
           'li',
           {},
-          h('p', {}, h('strong', {}, e.userName ?? 'A former user'), ' ', e.from === null ? 'drafted it' : `moved it from ${CAMPAIGN_STATUS_NAMES[e.from].toLowerCase()} to ${CAMPAIGN_STATUS_NAMES[e.to].toLowerCase()}`),
+          h('p', {}, h('strong', {}, e.userName ?? 'A former user'), ' ', movedText(e)),
           e.note ? h('blockquote', {}, e.note) : null,
           h('p', { class: 'muted small' }, h('time', { datetime: e.at }, dateTime(e.at))),
         ),

@@ -8,6 +8,7 @@ import { field, formError, openDialog } from '../forms.js';
 import { count, plural } from '../format.js';
 import { clearFormErrors, describe, showFormError } from '../problems.js';
 import { ApiError, isAbort } from '../api.js';
+import { downloadButton } from '../download.js';
 
 /** How often the dialog asks how the job is doing. */
 const POLL_MS = 500;
@@ -114,21 +115,10 @@ export async function importDialog() {
  * @param {ImportJob} job
  */
 function summary(job) {
-  const download = h('button', { type: 'button', class: 'button secondary small' }, 'Download skipped rows (failures.csv)');
-  download.addEventListener('click', async () => {
-    download.disabled = true;
-    try {
-      const url = URL.createObjectURL(await api.customers.importFailures(job.id));
-      const link = h('a', { href: url, download: `${(job.fileName ?? 'import').replace(/\.csv$/i, '')}-failures.csv` });
-      document.body.append(link);
-      link.click();
-      link.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
-    } catch (error) {
-      download.after(h('p', { class: 'field-error' }, describe(error)));
-    } finally {
-      download.disabled = false;
-    }
+  const download = downloadButton({
+    label: 'Download skipped rows (failures.csv)',
+    class: 'button secondary small',
+    fetchFile: async () => ({ blob: await api.customers.importFailures(job.id), fileName: `${(job.fileName ?? 'import').replace(/\.csv$/i, '')}-failures.csv` }),
   });
   return h(
     'div',

@@ -1,6 +1,7 @@
 // @ts-check
 // The condition builder: field, comparison and value rows, added and removed, with a live count of the matching
-// customers that follows the typing (debounced; an answer to an older question is dropped).
+// customers that follows the typing (debounced; an answer to an older question is dropped). The rows can also be
+// filled from a description in plain words, for the marketer to check before saving.
 import * as api from '../endpoints.js';
 import { isAbort } from '../api.js';
 import { debounce, h, loading, pageHeader, replace } from '../dom.js';
@@ -8,6 +9,8 @@ import { confirmAction, field, formError, notify, select } from '../forms.js';
 import { count, FIELD_NAMES, OPERATOR_NAMES, percent, plural } from '../format.js';
 import { clearFormErrors, describe, errorBox, showFormError } from '../problems.js';
 import { navigate } from '../router.js';
+import { describeCard } from './segment-description.js';
+import { exportButtons } from './segment-export.js';
 
 /** @typedef {import('../types.js').Condition} Condition */
 /** @typedef {import('../types.js').ConditionField} ConditionField */
@@ -65,7 +68,21 @@ function build(root, segment, signal) {
       }
     });
   }
-  replace(root, pageHeader(segment ? segment.name : 'New segment', 'Combine conditions; the count updates as you type.', remove), h('div', { class: 'editor' }, form, countBox));
+  const exportCard = segment
+    ? h(
+        'section',
+        { class: 'card stack', 'aria-labelledby': 'export-title' },
+        h('h2', { id: 'export-title' }, 'Export customers'),
+        h('div', { class: 'export-actions' }, exportButtons(segment, 'button secondary small')),
+        h('p', { class: 'hint' }, 'The customers matching the saved conditions now, one row each; save your changes first. The listmonk file is its subscriber import format.'),
+      )
+    : null;
+  const describing = describeCard({ signal, replacing: segment !== null, fill: (draft) => fillFrom(draft) });
+  replace(
+    root,
+    pageHeader(segment ? segment.name : 'New segment', 'Combine conditions, or describe the audience in words; the count updates as you type.', remove),
+    h('div', { class: 'editor' }, h('div', { class: 'stack' }, describing, form), h('div', { class: 'editor-side stack' }, countBox, exportCard)),
+  );
 
   /** @type {ReturnType<typeof conditionRow>[]} */
   const rows = [];
@@ -95,6 +112,15 @@ function build(root, segment, signal) {
     addRow().focus();
     recount();
   });
+  /** The rows become the conditions read from a description; the name is taken only when none was typed. @param {import('../types.js').SegmentDraft} draft */
+  const fillFrom = (draft) => {
+    if (draft.conditions.length === 0) return;
+    for (const row of rows.splice(0)) row.element.remove();
+    for (const condition of draft.conditions.slice(0, MAX_CONDITIONS)) addRow(condition);
+    if (!name.value.trim()) name.value = draft.name.slice(0, 80);
+    clearFormErrors(form);
+    recount();
+  };
 
   // The live count: each question gets a number; only the answer to the latest one is shown.
   let asked = 0;

@@ -1,10 +1,11 @@
 // @ts-check
-// Segments: the saved audiences with their sizes; rename, edit, delete, or draft a campaign for one.
+// Segments: the saved audiences with their sizes; rename, edit, delete, export the customers, or draft a campaign for one.
 import * as api from '../endpoints.js';
 import { emptyState, h, loading, pageHeader, replace } from '../dom.js';
 import { confirmAction, field, formError, notify, openDialog } from '../forms.js';
 import { conditionText, count, dateTime, plural } from '../format.js';
 import { clearFormErrors, describe, errorBox, showFormError } from '../problems.js';
+import { exportButtons } from './segment-export.js';
 
 /** @typedef {import('../types.js').Segment} Segment */
 
@@ -55,6 +56,7 @@ export function segmentsScreen(root, { signal }) {
         h('a', { href: `/campaigns/new?segmentId=${encodeURIComponent(segment.id)}`, class: 'link-button' }, 'Draft a campaign'),
         remove,
       ),
+      h('div', { class: 'row-actions' }, exportButtons(segment, 'link-button')),
     );
   };
 
