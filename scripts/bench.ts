@@ -15,6 +15,8 @@ import { compileConditions, type Condition } from '../src/domain/segments.ts';
 import { benchCampaigns } from './bench-campaigns.ts';
 import { benchChat } from './bench-chat.ts';
 import { backupDuringImports, csvJobLoad, type JobLoad } from './bench-imports.ts';
+import { exportLoad } from './bench-exports.ts';
+import { webhookLoad } from './bench-webhooks.ts';
 import { writeCustomersCsv } from './csv-file.ts';
 import { load as loadFor, log, percentile, rssMb, startProcess as start, waitFor, type LoadOptions } from './bench-support.ts';
 import { seedDatabase } from './seed.ts';
@@ -319,6 +321,16 @@ async function main(): Promise<void> {
   const backup = await backupDuringImports(api(''), token, RUN, backupFile, bodies.slice(requests));
   rmSync(backupFile, { force: true });
 
+  // A CSV export of every customer (a segment matching the whole base) while GET /v1/customers/kpis is timed.
+  log('Export of the whole base as CSV:');
+  const everyone = await fetch(api('/v1/segments'), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Bench: everyone', conditions: [{ field: 'totalTransactions', operator: 'gte', value: 0 }] }),
+  });
+  const exported = await exportLoad(api(''), token, ((await everyone.json()) as { id: string }).id, service.pid!);
+  log(`  ${exported.rows.toLocaleString('en')} rows in ${exported.seconds.toFixed(1)} s: ${Math.round(exported.rowsPerSecond).toLocaleString('en')} rows/s; kpis waited at most ${Math.round(exported.worstOtherRequestMs)} ms; RSS ${Math.round(exported.rssBeforeMb)} -> ${Math.round(exported.peakRssMb)} MB`);
+
   // CSV import jobs of a million rows: into this base of a million, then into an empty base.
   log(`Writing two CSV files of ${CUSTOMERS.toLocaleString('en')} rows...`);
   const intoFull = 'data/bench-import-full.csv';
@@ -356,6 +368,8 @@ async function main(): Promise<void> {
   // Campaigns (100,000 of them) and chat streams, on the same database.
   const campaigns = await benchCampaigns({ database: RUN, duration: DURATION });
   const chat = await benchChat({ database: RUN });
+  log('Webhooks: 1,000 events to a receiver on loopback:');
+  const webhooks = await webhookLoad();
 
   const report = {
     measuredAt: new Date().toISOString(),
@@ -371,6 +385,8 @@ async function main(): Promise<void> {
     import: imports,
     csvJobs: { intoFullBase: jobIntoFull, intoEmptyBase: jobIntoEmpty },
     backup,
+    export: exported,
+    webhooks,
     startupMs,
     peakRssMb: Math.max(peakRss, emptyPeakRss),
     peakRssMbByService: { fullBase: peakRss, emptyBase: emptyPeakRss },
@@ -401,6 +417,8 @@ async function main(): Promise<void> {
       `(p99 ${Math.round(imports.kpisP99Ms)} ms). Seed of ${base.toLocaleString('en')} customers into an empty database: ${seedRowsPerSecond.toLocaleString('en')} rows/s.`,
     `Backup of the live database (${base.toLocaleString('en')} customers) while imports ran: ${Math.round(backup.backupMs).toLocaleString('en')} ms, ` +
       `${backup.importsDuring} imports of 1000 rows meanwhile; GET /v1/customers/kpis waited at most ${Math.round(backup.othersWorstMs)} ms (p99 ${Math.round(backup.othersP99Ms)} ms).`,
+    `Export of the whole base as CSV: ${exported.rows.toLocaleString('en')} rows at ${Math.round(exported.rowsPerSecond).toLocaleString('en')} rows/s; ` +
+      `GET /v1/customers/kpis waited at most ${Math.round(exported.worstOtherRequestMs)} ms (p99 ${Math.round(exported.otherP99Ms)} ms); RSS ${Math.round(exported.rssBeforeMb)} -> ${Math.round(exported.peakRssMb)} MB.`,
     jobLine('into a base of a million', jobIntoFull),
     jobLine('into an empty base', jobIntoEmpty),
     `Start-up to /health: ${Math.round(startupMs)} ms. Peak RSS of the service: ${Math.round(peakRss)} MB on the full base, ${Math.round(emptyPeakRss)} MB on the empty one. Audience index load: ${Math.round(audienceLoadMs)} ms.`,
@@ -429,6 +447,9 @@ async function main(): Promise<void> {
         r.healthP99Ms.toFixed(1),
       ]),
     ),
+    '',
+    `Webhooks: ${webhooks.events.toLocaleString('en')} events from ${webhooks.clients} clients to a receiver on loopback: ${Math.round(webhooks.deliveriesPerSecond)} deliveries/s; ` +
+      `change to delivery p50 ${Math.round(webhooks.latencyP50Ms)} ms, p99 ${Math.round(webhooks.latencyP99Ms)} ms.`,
     '',
     `Figures written to ${OUT}.`,
   ];
