@@ -224,6 +224,27 @@ CREATE TABLE IF NOT EXISTS chat_messages (
 -- chat.messages.list oldest first, the last turns for a prompt, and the cascade on thread delete.
 CREATE INDEX IF NOT EXISTS chat_messages_by_thread ON chat_messages (thread_id, seq);
 
+-- What the assistant proposed in a reply (section "An assistant that acts"): never run by the model, only by the
+-- thread's owner confirming it, which stores what the operation answered so a second confirm answers the same.
+CREATE TABLE IF NOT EXISTS chat_actions (
+  seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+  id         TEXT NOT NULL UNIQUE,
+  message_id TEXT NOT NULL REFERENCES chat_messages (id) ON DELETE CASCADE,
+  thread_id  TEXT NOT NULL REFERENCES chat_threads (id) ON DELETE CASCADE,
+  kind       TEXT NOT NULL CHECK (kind IN ('save_segment', 'draft_campaign')),
+  input      TEXT NOT NULL CHECK (json_valid(input)),  -- the operation's body, as validated when proposed
+  summary    TEXT NOT NULL,
+  status     TEXT NOT NULL CHECK (status IN ('proposed', 'confirmed', 'rejected')),
+  result     TEXT CHECK (result IS NULL OR json_valid(result)), -- confirmed: what the operation answered
+  result_id  TEXT,                                      -- confirmed: the id of the segment or campaign made
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+) STRICT;
+
+-- A message's proposals in order, and the cascade when its message goes.
+CREATE INDEX IF NOT EXISTS chat_actions_by_message ON chat_actions (message_id, seq);
+CREATE INDEX IF NOT EXISTS chat_actions_by_thread ON chat_actions (thread_id);
+
 -- CSV import jobs (customers.imports.*), run one at a time in arrival order on the import writer thread. The counts
 -- move in the same transaction as the rows they count, so after a crash they say exactly what was committed.
 CREATE TABLE IF NOT EXISTS import_jobs (

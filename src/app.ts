@@ -23,6 +23,8 @@ import { cors } from './http/cors.ts';
 import { createListener } from './http/listener.ts';
 import { createLogger, type Logger } from './http/logger.ts';
 import { route, type Route } from './http/operation.ts';
+import { operationRunner } from './http/run-operation.ts';
+import { toolRunner } from './chat/tools.ts';
 import { authenticate, authorize, invoke, routeRequest, validate } from './http/pipeline.ts';
 import { idempotentRequests } from './http/idempotency.ts';
 import { consoleFiles, loadConsoleFiles } from './http/static-files.ts';
@@ -116,15 +118,19 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   /** One budget per user for everything that calls the model: campaign generation and chat messages. */
   const modelCalls = callsPerUser(new SlidingWindowLimiter({ limit: config.modelCallsPerMinute, windowMs: 60_000 }), clock);
   const chatRepository = createChatRepository(db);
+  /** The route table's operations run as a user: the assistant's read tools and confirmed proposals. */
+  const run = operationRunner(() => routes);
   const conversation = createConversation({
     chats: chatRepository,
     customers: customerRepository,
     segments: segmentRepository,
+    model,
+    runTool: toolRunner({ run, segments: segmentRepository }),
     clock,
     customersGeneration: () => customerChanges.generation(),
     promptBudget: config.chat.promptBudget,
   });
-  const chat = chatOperations({ chats: chatRepository, conversation, model, clock, logger, heartbeatMs: config.chat.heartbeatMs });
+  const chat = chatOperations({ chats: chatRepository, conversation, model, clock, logger, heartbeatMs: config.chat.heartbeatMs, run });
   /** Reply streams open at once, per user and in all. */
   const openStreams = concurrentPerUser({ perUser: config.chat.streamsPerUser, total: config.chat.streamsTotal, what: 'Too many reply streams open' });
   const idempotent = idempotentRequests(createIdempotencyKeyRepository(db, randomUUID()), clock);
@@ -189,6 +195,8 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('GET', '/v1/chat/threads/{id}/messages', SIGNED_IN, chat.listMessages),
     route('POST', '/v1/chat/threads/{id}/messages', SIGNED_IN, chat.send, { limit: modelCalls }),
     route('POST', '/v1/chat/threads/{id}/messages/stream', SIGNED_IN, chat.stream, { concurrency: openStreams, limit: modelCalls }),
+    route('POST', '/v1/chat/threads/{id}/actions/{actionId}/confirm', SIGNED_IN, chat.confirmAction),
+    route('POST', '/v1/chat/threads/{id}/actions/{actionId}/reject', SIGNED_IN, chat.rejectAction),
 
     route('POST', '/v1/webhooks', ADMIN, hooks.create),
     route('GET', '/v1/webhooks', ADMIN, hooks.list),

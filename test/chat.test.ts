@@ -382,7 +382,7 @@ describe('chat rate limit', () => {
 });
 
 describe('chat in the machine description', () => {
-  test('every chat operation has its id and the chat tag; the stream is text/event-stream with its four frames', async () => {
+  test('every chat operation has its id and the chat tag; the stream is text/event-stream with its five frames', async () => {
     const service = await startService();
     try {
       const doc = (await service.request('GET', '/v1/openapi.json')).body;
@@ -398,6 +398,8 @@ describe('chat in the machine description', () => {
         'get /v1/chat/threads/{id}/messages chat.messages.list',
         'post /v1/chat/threads/{id}/messages chat.messages.send',
         'post /v1/chat/threads/{id}/messages/stream chat.messages.stream',
+        'post /v1/chat/threads/{id}/actions/{actionId}/confirm chat.actions.confirm',
+        'post /v1/chat/threads/{id}/actions/{actionId}/reject chat.actions.reject',
       ]);
       const byId = (id: string) => chat.find((op) => op.operationId === id);
       assert.deepEqual(Object.keys(byId('chat.threads.delete').responses), ['200', '401', '404', '500']);
@@ -407,8 +409,8 @@ describe('chat in the machine description', () => {
       const content = stream.responses['200'].content;
       assert.deepEqual(Object.keys(content), ['text/event-stream']);
       const frames = content['text/event-stream']['x-sse-data'].oneOf;
-      assert.deepEqual(frames.map((f: any) => f.properties.type.const), ['start', 'delta', 'done', 'error']);
-      assert.deepEqual(frames[3].properties.code.enum.slice(0, 2), ['llm_unavailable', 'llm_error']);
+      assert.deepEqual(frames.map((f: any) => f.properties.type.const), ['start', 'delta', 'action', 'done', 'error']);
+      assert.deepEqual(frames[4].properties.code.enum.slice(0, 2), ['llm_unavailable', 'llm_error']);
     } finally {
       await service.close();
     }

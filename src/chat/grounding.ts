@@ -15,6 +15,8 @@ export interface TopCustomerFact {
 }
 
 export interface SegmentFact {
+  /** For the local generator's proposals; the prompt never shows ids (the model asks list_segments). */
+  id: string;
   name: string;
   /** The conditions in words: "customers in Germany with at least 5 purchases". */
   audience: string;
@@ -75,7 +77,7 @@ export function readGrounding(summary: CustomerSummary, segments: Pick<SegmentRe
     },
     segments: segments
       .listSegments()
-      .map((s) => ({ name: s.name, audience: describeAudience(s.conditions), size: s.matchCount, conditions: s.conditions }))
+      .map((s) => ({ id: s.id, name: s.name, audience: describeAudience(s.conditions), size: s.matchCount, conditions: s.conditions }))
       .sort((a, b) => b.size - a.size || a.name.localeCompare(b.name, 'en')),
   };
 }

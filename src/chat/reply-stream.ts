@@ -1,55 +1,51 @@
-// Streaming one assistant reply as server-sent events: `start`, `delta`s, then `done` or `error`.
-import type { ChatMessage } from '../db/chat.ts';
+// Streaming one assistant turn as server-sent events: `start`, `delta`s and `action`s, then `done` or `error`.
+import type { ChatMessage, NewAction } from '../db/chat.ts';
 import { AppError } from '../domain/errors.ts';
 import type { Context } from '../http/context.ts';
 import { openEventStream } from '../http/event-stream.ts';
 import type { Logger } from '../http/logger.ts';
-import type { Finish, LanguageModel, ModelRequest } from '../llm/model.ts';
+import type { TurnOutput, TurnResult } from './tool-loop.ts';
 
 /** Codes an `error` frame may carry: what the model layer throws, a thread deleted meanwhile, or our own failure. */
 const FRAME_CODES = new Set(['llm_unavailable', 'llm_error', 'not_found']);
 
 export interface ReplyStream {
   ctx: Context;
-  model: LanguageModel;
-  request: ModelRequest;
   heartbeatMs: number;
   logger: Logger;
   threadId: string;
   userMessageId: string;
+  /** Runs the turn, sending its output as it comes; undefined when the turn stopped because nobody listens. */
+  turn(out: TurnOutput): Promise<TurnResult | undefined>;
   /**
-   * Checks and stores the whole reply; returns the stored assistant message, whose content may add words after the
+   * Checks and stores the whole turn; returns the stored assistant message, whose content may add words after the
    * text (a refusal without any), or throws (`llm_error`, `not_found`).
    */
-  store(text: string, finish: Finish): ChatMessage;
+  store(result: TurnResult): ChatMessage;
 }
 
+/** The frame of a proposal, as it is stored: waiting for the user. */
+export const actionFrame = (action: NewAction) => ({ type: 'action', action: { ...action, status: 'proposed' } });
+
 /**
- * Answers the request with the reply as a stream: headers at once, each model piece as a `delta` as soon as the
- * client has room for it (the model is not read while the client is not reading), and the stored message in
- * `done`. On failure the last frame is `error` and nothing is stored. When the client leaves, the model call is
- * aborted through `ctx.signal` and nothing more is written or stored. Never throws.
+ * Answers with the turn as a stream: headers at once, each model piece as a `delta` as soon as the client has room
+ * for it (the model is not read while the client is not reading), each proposal as an `action` frame, and the
+ * stored message in `done`. On failure the last frame is `error` and nothing is stored. When the client leaves, the
+ * model call is aborted through `ctx.signal` and nothing more is written or stored. Never throws.
  */
-export async function streamReply({ ctx, model, request, heartbeatMs, logger, threadId, userMessageId, store }: ReplyStream): Promise<void> {
+export async function streamReply({ ctx, heartbeatMs, logger, threadId, userMessageId, turn, store }: ReplyStream): Promise<void> {
   const events = openEventStream(ctx, heartbeatMs);
   try {
     if (!(await events.send({ type: 'start', threadId, userMessageId }))) return;
-    let reply = '';
-    let finish: Finish | undefined;
-    for await (const part of model.stream(request)) {
-      if (part.type === 'finish') {
-        finish = part.finish;
-        continue;
-      }
-      if (part.type === 'tool-call') continue; // chat offers the model no tools yet
-      reply += part.text;
-      // Awaiting the send is the back-pressure: the next piece is read only once this one is written.
-      if (!(await events.send({ type: 'delta', text: part.text }))) return;
-    }
-    if (ctx.signal.aborted || !finish) return;
-    const assistantMessage = store(reply, finish);
+    // Awaiting each send is the back-pressure: the next piece is read only once this one is written.
+    const result = await turn({
+      text: (piece) => events.send({ type: 'delta', text: piece }),
+      proposal: (action) => events.send(actionFrame(action)),
+    });
+    if (ctx.signal.aborted || !result) return;
+    const assistantMessage = store(result);
     // The deltas joined equal the stored content, also when storing added words.
-    const added = assistantMessage.content.slice(reply.length);
+    const added = assistantMessage.content.slice(result.text.length);
     if (added && !(await events.send({ type: 'delta', text: added }))) return;
     await events.send({ type: 'done', assistantMessage, ...(assistantMessage.truncated ? { truncated: true } : {}) });
   } catch (error) {

@@ -1,7 +1,7 @@
 // SQL for assistant chat threads and their messages. Every query names the owner: another user's thread is
 // `not_found`, exactly like one that does not exist. Knows no HTTP.
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_THREAD_TITLE, titleFromMessage, type MessageRole } from '../domain/chat.ts';
+import { DEFAULT_THREAD_TITLE, titleFromMessage, type ActionKind, type ActionStatus, type MessageRole } from '../domain/chat.ts';
 import { AppError } from '../domain/errors.ts';
 import type { Db } from './database.ts';
 
@@ -23,11 +23,48 @@ export interface ChatMessage {
   model?: string;
   /** Assistant messages cut at the model's token budget; present only when true. */
   truncated?: true;
+  /** What the assistant proposed in this reply, in order; present only when it proposed something. */
+  actions?: ChatAction[];
   createdAt: string;
 }
 
+/** A proposal as the API shows it; `resultId` once confirmed: the segment or campaign it made. */
+export interface ChatAction {
+  id: string;
+  kind: ActionKind;
+  /** The body of the operation it runs, as validated when it was proposed. */
+  input: unknown;
+  summary: string;
+  status: ActionStatus;
+  resultId?: string;
+}
+
+/** A proposal to store with the reply that made it. */
+export interface NewAction {
+  id: string;
+  kind: ActionKind;
+  input: unknown;
+  summary: string;
+}
+
+/** How a proposal ends: confirmed with what its operation answered, or rejected. */
+export type ActionOutcome = { status: 'confirmed'; result: unknown; resultId: string } | { status: 'rejected' };
+
 /** A message to store: a user's has no model, an assistant's names the generator that wrote it and says whether it was cut. */
-export type NewMessage = { role: 'user'; content: string } | { role: 'assistant'; content: string; model: string; truncated?: boolean };
+export type NewMessage =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; model: string; truncated?: boolean; actions?: readonly NewAction[] };
+
+interface ActionRow {
+  id: string;
+  message_id: string;
+  kind: ActionKind;
+  input: string;
+  summary: string;
+  status: ActionStatus;
+  result: string | null;
+  result_id: string | null;
+}
 
 interface ThreadRow {
   id: string;
@@ -57,7 +94,18 @@ function toThread(row: ThreadRow): ChatThread {
   };
 }
 
-function toMessage(row: MessageRow): ChatMessage {
+function toAction(row: ActionRow): ChatAction {
+  return {
+    id: row.id,
+    kind: row.kind,
+    input: JSON.parse(row.input) as unknown,
+    summary: row.summary,
+    status: row.status,
+    ...(row.result_id !== null ? { resultId: row.result_id } : {}),
+  };
+}
+
+function toMessage(row: MessageRow, actions: readonly ChatAction[] = []): ChatMessage {
   return {
     id: row.id,
     threadId: row.thread_id,
@@ -65,6 +113,7 @@ function toMessage(row: MessageRow): ChatMessage {
     content: row.content,
     ...(row.role === 'assistant' && row.model !== null ? { model: row.model } : {}),
     ...(row.truncated === 1 ? { truncated: true as const } : {}),
+    ...(actions.length ? { actions: [...actions] } : {}),
     createdAt: new Date(row.created_at).toISOString(),
   };
 }
@@ -72,6 +121,7 @@ function toMessage(row: MessageRow): ChatMessage {
 const isTruncated = (m: NewMessage): 0 | 1 => (m.role === 'assistant' && m.truncated ? 1 : 0);
 
 const notFound = (id: string) => new AppError('not_found', `No chat thread with id ${id}.`);
+const noAction = (id: string) => new AppError('not_found', `No proposal with id ${id} in this thread.`);
 
 export type ChatRepository = ReturnType<typeof createChatRepository>;
 
@@ -97,6 +147,23 @@ export function createChatRepository(db: Db) {
     `INSERT INTO chat_messages (id, thread_id, role, content, model, truncated, created_at)
      VALUES (@id, @threadId, @role, @content, @model, @truncated, @now)`,
   );
+  const insertAction = db.prepare(
+    `INSERT INTO chat_actions (id, message_id, thread_id, kind, input, summary, status, created_at, updated_at)
+     VALUES (@id, @messageId, @threadId, @kind, @input, @summary, 'proposed', @now, @now)`,
+  );
+  const actionsOfThread = db.prepare<[string], ActionRow>('SELECT * FROM chat_actions WHERE thread_id = ? ORDER BY seq');
+  const actionsOfMessages = db.prepare<[string], ActionRow>(
+    'SELECT * FROM chat_actions WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY seq',
+  );
+  const actionById = db.prepare<[string, string, string], ActionRow>(
+    `SELECT a.* FROM chat_actions a JOIN chat_threads t ON t.id = a.thread_id
+     WHERE a.id = ? AND a.thread_id = ? AND t.user_id = ?`,
+  );
+  // Only a proposal moves: a second confirm or a reject after a confirm changes nothing.
+  const settleAction = db.prepare(
+    `UPDATE chat_actions SET status = @status, result = @result, result_id = @resultId, updated_at = @now
+     WHERE id = @id AND status = 'proposed'`,
+  );
   // The first user message renames a thread that still has its default title; an explicit title is kept.
   const touchThread = db.prepare(
     `UPDATE chat_threads SET
@@ -120,9 +187,29 @@ export function createChatRepository(db: Db) {
     return messages.map((m) => {
       const id = randomUUID();
       insertMessage.run({ id, threadId, role: m.role, content: m.content, model: m.role === 'assistant' ? m.model : null, truncated: isTruncated(m), now });
+      for (const a of (m.role === 'assistant' && m.actions) || []) {
+        insertAction.run({ id: a.id, messageId: id, threadId, kind: a.kind, input: JSON.stringify(a.input), summary: a.summary, now });
+      }
       return id;
     });
   });
+
+  const getAction = (userId: string, threadId: string, actionId: string): ChatAction & { result?: unknown } => {
+    const row = actionById.get(actionId, threadId, userId);
+    if (!row) throw noAction(actionId);
+    return { ...toAction(row), ...(row.result !== null ? { result: JSON.parse(row.result) as unknown } : {}) };
+  };
+
+  /** Returns the messages with their proposals. */
+  const withActions = (rows: readonly MessageRow[], actionRows: readonly ActionRow[]): ChatMessage[] => {
+    const byMessage = new Map<string, ChatAction[]>();
+    for (const row of actionRows) {
+      const list = byMessage.get(row.message_id) ?? [];
+      list.push(toAction(row));
+      byMessage.set(row.message_id, list);
+    }
+    return rows.map((row) => toMessage(row, byMessage.get(row.id)));
+  };
 
   return {
     /** Stores a thread for the user, with the default title when none is given (a first message may rename it then). */
@@ -150,12 +237,13 @@ export function createChatRepository(db: Db) {
     /** Returns the thread's messages, oldest first; throws `not_found` unless the user owns it. */
     listMessages(userId: string, threadId: string): ChatMessage[] {
       getThread(userId, threadId);
-      return messagesOf.all(threadId).map(toMessage);
+      return withActions(messagesOf.all(threadId), actionsOfThread.all(threadId));
     },
 
     /** Returns the last `count` messages of a thread, oldest first. */
     lastMessages(threadId: string, count: number): ChatMessage[] {
-      return lastMessagesOf.all(threadId, count).map(toMessage);
+      const rows = lastMessagesOf.all(threadId, count);
+      return withActions(rows, actionsOfMessages.all(JSON.stringify(rows.map((r) => r.id))));
     },
 
     /**
@@ -173,8 +261,30 @@ export function createChatRepository(db: Db) {
           model: m.role === 'assistant' ? m.model : null,
           truncated: isTruncated(m),
           created_at: now.getTime(),
-        }),
+        }, m.role === 'assistant' ? (m.actions ?? []).map((a) => ({ ...a, status: 'proposed' as const })) : []),
       );
+    },
+
+    /**
+     * Returns one proposal of the user's thread with what its confirm answered (`result`, once confirmed); throws
+     * `not_found` when the thread is not the user's or holds no such proposal.
+     */
+    getAction,
+
+    /**
+     * Ends a proposal: confirmed with what its operation answered, or rejected. Returns the proposal as it is
+     * afterwards: a proposal already confirmed or rejected is left as it was.
+     */
+    settleAction(userId: string, threadId: string, actionId: string, outcome: ActionOutcome, now: Date): ChatAction & { result?: unknown } {
+      getAction(userId, threadId, actionId);
+      settleAction.run({
+        id: actionId,
+        status: outcome.status,
+        result: outcome.status === 'confirmed' ? JSON.stringify(outcome.result) : null,
+        resultId: outcome.status === 'confirmed' ? outcome.resultId : null,
+        now: now.getTime(),
+      });
+      return getAction(userId, threadId, actionId);
     },
   };
 }

@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 export type Db = Database.Database;
 
 /** The schema version this release writes; `PRAGMA user_version` holds the version of a database. */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /**
  * Steps that bring a database from version N to N + 1, for changes `CREATE ... IF NOT EXISTS`

@@ -18,3 +18,11 @@ export function titleFromMessage(content: string): string {
   if (characters.length <= AUTO_TITLE_LENGTH) return line;
   return `${characters.slice(0, AUTO_TITLE_LENGTH - 1).join('').trimEnd()}…`;
 }
+
+/** What the assistant may propose: the write tools, each the body of one direct operation. */
+export const ACTION_KINDS = ['save_segment', 'draft_campaign'] as const;
+export type ActionKind = (typeof ACTION_KINDS)[number];
+
+/** A proposal waits for its user, who confirms (it then runs once) or rejects it. */
+export const ACTION_STATUSES = ['proposed', 'confirmed', 'rejected'] as const;
+export type ActionStatus = (typeof ACTION_STATUSES)[number];

@@ -2,7 +2,7 @@
 import { toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
 import type { ErrorCode } from '../domain/errors.ts';
-import { StreamDelta, StreamDone, StreamError, StreamEvent, StreamStart } from '../schemas/chat.ts';
+import { ChatAction, StreamAction, StreamDelta, StreamDone, StreamError, StreamEvent, StreamStart } from '../schemas/chat.ts';
 import { Problem } from '../schemas/common.ts';
 import { WEBHOOK_SCHEMAS, webhookDescriptions } from './openapi-webhooks.ts';
 import type { Route } from './operation.ts';
@@ -17,6 +17,8 @@ const NAMED_SCHEMAS: Record<string, v.GenericSchema> = {
   ChatStreamEvent: StreamEvent,
   ChatStreamStartEvent: StreamStart,
   ChatStreamDeltaEvent: StreamDelta,
+  ChatStreamActionEvent: StreamAction,
+  ChatAction,
   ChatStreamDoneEvent: StreamDone,
   ChatStreamErrorEvent: StreamError,
   ...WEBHOOK_SCHEMAS,
@@ -30,7 +32,7 @@ const TAGS: Record<string, string> = {
   customers: 'Customers with search, filters and paging, bulk import, and live aggregates: KPIs, trend, health score, top customers.',
   segments: 'Saved audience segments: conditions combined with AND, with live counts.',
   campaigns: 'Campaigns drafted by a language model for a segment, edited within channel limits and taken through review.',
-  chat: 'Assistant threads about the customer base; replies whole or streamed as server-sent events.',
+  chat: 'Assistant threads about the customer base; replies whole or streamed as server-sent events, with proposals (a segment to save, a campaign to draft) the user confirms or rejects.',
   webhooks: 'Endpoints that receive signed events (Standard Webhooks) when campaigns move and imports end; secrets, test sends and delivery logs. Admins only.',
 };
 

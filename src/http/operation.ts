@@ -102,6 +102,8 @@ export interface Route {
   operation: AnyOperation;
   /** The route's guards, in the order they run (after validation, before the handler). */
   guards: readonly Guard[];
+  /** Its rate limit alone (also in `guards`): what running the operation on someone's behalf still counts against. */
+  limit?: Guard;
 }
 
 /** One row of the route table; a public operation must have public access and the reverse. */
@@ -110,5 +112,5 @@ export function route(method: string, path: string, access: Access, op: AnyOpera
     throw new Error(`${method} ${path}: access "${String(access)}" does not fit operation ${op.operationId}`);
   }
   const guards = [settings.idempotent, settings.concurrency, settings.limit].filter((g): g is Guard => g !== undefined);
-  return { method, path, access, operation: op, guards };
+  return { method, path, access, operation: op, guards, ...(settings.limit ? { limit: settings.limit } : {}) };
 }

@@ -1,13 +1,29 @@
-// chat.*: a user's assistant threads and their messages, answered whole or streamed as server-sent events.
+// chat.*: a user's assistant threads and their messages, answered whole or streamed as server-sent events, and the
+// assistant's proposals, which only their user can run (confirm) or dismiss (reject).
 import type { Conversation } from '../chat/conversation.ts';
 import { streamReply } from '../chat/reply-stream.ts';
-import type { ChatRepository } from '../db/chat.ts';
+import type { ChatAction, ChatRepository } from '../db/chat.ts';
+import type { ActionKind } from '../domain/chat.ts';
 import type { Clock } from '../domain/clock.ts';
+import { AppError } from '../domain/errors.ts';
 import type { Logger } from '../http/logger.ts';
 import { operation, STREAMED } from '../http/operation.ts';
+import type { RunOperation } from '../http/run-operation.ts';
 import type { LanguageModel } from '../llm/model.ts';
 import { IdParams, NullBody } from '../schemas/common.ts';
-import { MessageInput, MessageList, SendReply, StreamEvent, Thread, ThreadInput, ThreadListQuery, ThreadPage } from '../schemas/chat.ts';
+import {
+  ActionParams,
+  ConfirmReply,
+  MessageInput,
+  MessageList,
+  RejectReply,
+  SendReply,
+  StreamEvent,
+  Thread,
+  ThreadInput,
+  ThreadListQuery,
+  ThreadPage,
+} from '../schemas/chat.ts';
 
 export interface ChatDeps {
   chats: ChatRepository;
@@ -17,12 +33,23 @@ export interface ChatDeps {
   logger: Logger;
   /** CHAT_HEARTBEAT_MS: a `: keep-alive` comment after this long without a frame. */
   heartbeatMs: number;
+  /** Runs a direct operation as a user: what a confirmed proposal does. */
+  run: RunOperation;
 }
+
+/** The direct operation each kind of proposal runs when confirmed. */
+const OPERATION_OF: Record<ActionKind, string> = { save_segment: 'segments.create', draft_campaign: 'campaigns.generate' };
+
+/** A proposal as the API shows it, without the stored result. */
+const shown = ({ result: _, ...action }: ChatAction & { result?: unknown }): ChatAction => action;
 
 const NOT_YOURS = 'Threads are private: one that belongs to another user is not found, like one that does not exist.';
 
 /** Returns the chat operations. */
-export function chatOperations({ chats, conversation, model, clock, logger, heartbeatMs }: ChatDeps) {
+export function chatOperations({ chats, conversation, model, clock, logger, heartbeatMs, run }: ChatDeps) {
+  /** Confirms under way, by proposal id: a second confirm meanwhile waits for the first and answers the same. */
+  const confirming = new Map<string, Promise<{ action: ChatAction; result: unknown }>>();
+
   const createThread = operation({
     operationId: 'chat.threads.create',
     summary: 'Start a thread. Without a title it is "New conversation" until its first message names it.',
@@ -95,7 +122,11 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     problems: ['not_found', 'llm_error', 'llm_unavailable'],
     async handle({ params, body, user, ctx }) {
       const thread = chats.getThread(user.id, params.id);
-      const reply = conversation.settle(await model.complete(conversation.request(thread.id, body.content, ctx.signal)));
+      const request = conversation.request(thread.id, body.content, ctx.signal);
+      const ignore = async () => true;
+      const turn = await conversation.turn(request, { user, ctx }, { text: ignore, proposal: ignore });
+      if (!turn) throw ctx.signal.reason;
+      const reply = conversation.settle(turn);
       const [userMessage, assistantMessage] = chats.addMessages(
         user.id,
         thread.id,
@@ -129,18 +160,61 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
       const [userMessage] = chats.addMessages(user.id, thread.id, [{ role: 'user', content: body.content }], clock());
       await streamReply({
         ctx,
-        model,
-        request,
         heartbeatMs,
         logger,
         threadId: thread.id,
         userMessageId: userMessage!.id,
-        store: (text, finish) =>
-          chats.addMessages(user.id, thread.id, [{ role: 'assistant', ...conversation.settle({ text, finish }), model: model.model }], clock())[0]!,
+        turn: (out) => conversation.turn(request, { user, ctx }, out),
+        store: (turn) => chats.addMessages(user.id, thread.id, [{ role: 'assistant', ...conversation.settle(turn), model: model.model }], clock())[0]!,
       });
       return STREAMED;
     },
   });
 
-  return { createThread, listThreads, getThread, deleteThread, listMessages, send, stream };
+  const confirmAction = operation({
+    operationId: 'chat.actions.confirm',
+    summary:
+      'Run a proposal of the assistant as yourself: `save_segment` as segments.create, `draft_campaign` as campaigns.generate, with their validation, roles and limits. ' +
+      'Answers the proposal (now `confirmed`, with `resultId`) and what the operation answered; confirming again answers the same and makes nothing more.',
+    description: `${NOT_YOURS} A rejected proposal cannot be confirmed (409). A failure (the segment deleted meanwhile, the rate limit, the model) leaves it proposed.`,
+    tag: 'chat',
+    params: ActionParams,
+    response: ConfirmReply,
+    problems: ['not_found', 'conflict', 'rate_limited', 'llm_error', 'llm_unavailable'],
+    async handle({ params, user, ctx }) {
+      const action = chats.getAction(user.id, params.id, params.actionId);
+      if (action.status === 'confirmed') return { action: shown(action), result: action.result };
+      if (action.status === 'rejected') throw new AppError('conflict', 'This proposal was rejected; ask the assistant for a new one.');
+      const pending = confirming.get(action.id);
+      if (pending) return pending;
+      const confirm = (async () => {
+        const result = (await run(OPERATION_OF[action.kind], { user, body: action.input, ctx })) as { id: string };
+        const settled = chats.settleAction(user.id, params.id, action.id, { status: 'confirmed', result, resultId: result.id }, clock());
+        return { action: shown(settled), result: settled.result };
+      })();
+      confirming.set(action.id, confirm);
+      try {
+        return await confirm;
+      } finally {
+        confirming.delete(action.id);
+      }
+    },
+  });
+
+  const rejectAction = operation({
+    operationId: 'chat.actions.reject',
+    summary: 'Dismiss a proposal of the assistant: it becomes `rejected` and can no longer be confirmed. Rejecting again answers the same.',
+    description: `${NOT_YOURS} A confirmed proposal, or one being confirmed, cannot be rejected (409).`,
+    tag: 'chat',
+    params: ActionParams,
+    response: RejectReply,
+    problems: ['not_found', 'conflict'],
+    handle({ params, user }) {
+      const action = chats.getAction(user.id, params.id, params.actionId);
+      if (action.status === 'confirmed' || confirming.has(action.id)) throw new AppError('conflict', 'This proposal was confirmed already; it cannot be rejected.');
+      return { action: shown(chats.settleAction(user.id, params.id, action.id, { status: 'rejected' }, clock())) };
+    },
+  });
+
+  return { createThread, listThreads, getThread, deleteThread, listMessages, send, stream, confirmAction, rejectAction };
 }

@@ -1,6 +1,8 @@
 // Schemas of chat threads, messages, their requests and the frames of a streamed reply.
 import * as v from 'valibot';
-import { MESSAGE_ROLES } from '../domain/chat.ts';
+import { ACTION_KINDS, ACTION_STATUSES, MESSAGE_ROLES } from '../domain/chat.ts';
+import { Campaign, GenerateRequest } from './campaigns.ts';
+import { Segment, SegmentRequest } from './segments.ts';
 import { Counter, MAX_COUNTER, nonBlankPattern, Timestamp, TrimmedText } from './common.ts';
 
 /** Longest message a user may send, after trimming. */
@@ -46,6 +48,28 @@ export const ThreadPage = v.object({
   limit: v.pipe(v.number(), v.integer(), v.minValue(1)),
 });
 
+/** A proposal of the assistant: the input is the body of the operation a confirm runs. */
+export const ChatAction = v.pipe(
+  v.strictObject({
+    id: v.string(),
+    kind: v.pipe(v.picklist(ACTION_KINDS), v.description('`save_segment` runs segments.create, `draft_campaign` runs campaigns.generate.')),
+    input: v.pipe(v.union([SegmentRequest, GenerateRequest]), v.description('The body of the operation a confirm runs, as validated when proposed.')),
+    summary: v.pipe(v.string(), v.description('One line for the user: "Save segment “Lapsed in Germany” — 1,240 customers (...)".')),
+    status: v.pipe(v.picklist(ACTION_STATUSES), v.description('`proposed` until the user confirms or rejects it.')),
+    resultId: v.optional(v.pipe(v.string(), v.description('Once confirmed: the id of the segment or campaign it made.'))),
+  }),
+  v.description('What the assistant proposed; only the thread\'s owner can run it, by confirming.'),
+);
+
+export const ActionParams = v.object({ id: v.pipe(v.string(), v.minLength(1)), actionId: v.pipe(v.string(), v.minLength(1)) });
+
+export const ConfirmReply = v.object({
+  action: ChatAction,
+  result: v.pipe(v.union([Segment, Campaign]), v.description('What the operation answered: the saved segment or the drafted campaign, the same on every confirm.')),
+});
+
+export const RejectReply = v.object({ action: ChatAction });
+
 export const Message = v.strictObject({
   id: v.string(),
   threadId: v.string(),
@@ -54,6 +78,9 @@ export const Message = v.strictObject({
   model: v.optional(v.pipe(v.string(), v.description('Assistant messages only: which generator wrote it, `local` or the provider\'s model name.'))),
   truncated: v.optional(
     v.pipe(v.literal(true), v.description('Present only on an assistant reply the model had to stop at its token budget (LLM_MAX_TOKENS): the text is cut.')),
+  ),
+  actions: v.optional(
+    v.pipe(v.array(ChatAction), v.description('Assistant messages that proposed something: the proposals in order, with their status now. Absent when none.')),
   ),
   createdAt: Timestamp,
 });
@@ -70,6 +97,11 @@ export const StreamStart = v.pipe(
 export const StreamDelta = v.pipe(
   v.object({ type: v.literal('delta'), text: v.string() }),
   v.description('A piece of the reply; the pieces joined are the reply.'),
+);
+
+export const StreamAction = v.pipe(
+  v.object({ type: v.literal('action'), action: ChatAction }),
+  v.description('A proposal (status `proposed`), before `done`; the stored message carries it in `actions`. Confirm it with chat.actions.confirm.'),
 );
 
 export const StreamDone = v.pipe(
@@ -92,6 +124,6 @@ export const StreamError = v.pipe(
 
 /** One `data:` frame of `chat.messages.stream`. */
 export const StreamEvent = v.pipe(
-  v.variant('type', [StreamStart, StreamDelta, StreamDone, StreamError]),
-  v.description('One `data:` line of the reply stream: `start`, then `delta` pieces, then `done` or a last `error`.'),
+  v.variant('type', [StreamStart, StreamDelta, StreamAction, StreamDone, StreamError]),
+  v.description('One `data:` line of the reply stream: `start`, then `delta` pieces and `action` proposals, then `done` or a last `error`.'),
 );

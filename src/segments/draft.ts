@@ -76,7 +76,7 @@ function readAnswer(text: string): ReadResult<Omit<SegmentDraft, 'name'>> {
 }
 
 /** A name for the draft from the marketer's own words: "Regulars in Germany who haven't bought in 3 months". */
-function nameFrom(description: string): string {
+export function nameFrom(description: string): string {
   const words = description.replace(/\s+/g, ' ').trim();
   const cut = words.length <= NAME_LENGTH ? words : words.slice(0, words.lastIndexOf(' ', NAME_LENGTH) > 20 ? words.lastIndexOf(' ', NAME_LENGTH) : NAME_LENGTH);
   const name = cut.charAt(0).toUpperCase() + cut.slice(1);
