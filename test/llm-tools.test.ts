@@ -490,3 +490,34 @@ describe('local generator', () => {
     assert.deepEqual(shape(parts), ['text:Just text.', 'finish:stop']);
   });
 });
+
+describe('openai: a server or model without tool support', () => {
+  for (const [server, message] of [
+    ['Ollama', 'registry.ollama.ai/library/gemma:2b does not support tools'],
+    ['vLLM', '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'],
+  ] as const) {
+    test(`${server}'s 400 about tools: the same call is sent again at once without tools, and later calls send none`, BOUNDED, async (t) => {
+      const { fake, model } = await setup(t, 'openai');
+      fake.enqueue({ status: 400, body: { error: { message, type: 'invalid_request_error' } } });
+      fake.enqueue({ text: 'I can only talk here.' });
+      fake.enqueue({ text: 'Still talking.' });
+      const first = await model.complete(request());
+      assert.equal(first.text, 'I can only talk here.');
+      const second = await model.complete(request());
+      assert.equal(second.text, 'Still talking.');
+      assert.equal(fake.requests.length, 3);
+      assert.ok(Array.isArray(fake.requests[0]!.body.tools), 'the first attempt offered the tools');
+      assert.equal(fake.requests[1]!.body.tools, undefined);
+      assert.equal(fake.requests[2]!.body.tools, undefined);
+    });
+  }
+
+  test('a 400 about something else is not taken for a refusal of tools: the call fails, tools are still sent', BOUNDED, async (t) => {
+    const { fake, model } = await setup(t, 'openai');
+    fake.enqueue({ status: 400, body: { error: { message: 'messages: the conversation is too long', type: 'invalid_request_error' } } });
+    fake.enqueue({ text: 'Hello.' });
+    await assert.rejects(model.complete(request()), (e: unknown) => e instanceof AppError && e.code === 'llm_unavailable');
+    await model.complete(request());
+    assert.ok(Array.isArray(fake.requests[1]!.body.tools));
+  });
+});

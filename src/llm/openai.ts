@@ -47,6 +47,9 @@ export function createOpenAiModel(settings: OpenAiSettings, deps: ProviderDeps):
   };
   // Switched once, and kept until restart, when the server names it as unsupported.
   let tokenParameter = settings.tokenParameter ?? defaultTokenParameter(settings.baseUrl);
+  // Dropped once, and kept until restart, when the server says it cannot take tools (a model or server without
+  // tool support: Ollama's "does not support tools", vLLM without --enable-auto-tool-choice): the chat then talks only.
+  let toolsRefused = false;
   // Tool calls are read only when the request offered tools.
   const wireFor = (request: ModelRequest): WireFormat => {
     const tools = Boolean(request.tools?.length);
@@ -54,6 +57,11 @@ export function createOpenAiModel(settings: OpenAiSettings, deps: ProviderDeps):
       readStream: (events) => readStream(events, tools),
       readWhole: (payload) => readWhole(payload, tools),
       adapt(failed) {
+        if (tools && !toolsRefused && refusesTools(failed)) {
+          toolsRefused = true;
+          deps.logger.warn('the model provider refused tools; the assistant answers without tools (no counts or proposals) until restart. Use a model that supports tool calls to get them.');
+          return true;
+        }
         if (!refusesParameter(failed, tokenParameter)) return false;
         tokenParameter = tokenParameter === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
         logSwitch(deps.logger, tokenParameter);
@@ -67,7 +75,8 @@ export function createOpenAiModel(settings: OpenAiSettings, deps: ProviderDeps):
     model: settings.model,
     async *stream(request) {
       checkRequest(request);
-      yield* postStream(endpoint, () => requestBody(settings, tokenParameter, request), wireFor(request), deps, request.signal);
+      const body = () => requestBody(settings, tokenParameter, toolsRefused ? { ...request, tools: undefined } : request);
+      yield* postStream(endpoint, body, wireFor(request), deps, request.signal);
     },
     complete: (request) => collectReply(model.stream(request)),
   };
@@ -103,6 +112,13 @@ function refusesParameter(failed: AttemptFailed, name: TokenParameter): boolean 
   if (status !== 400) return false;
   const named = param === name || failed.reason.includes(name);
   return named && (code === 'unsupported_parameter' || /unsupported|not supported|unrecognized|unknown|not allowed|not permitted|extra/i.test(failed.reason));
+}
+
+/** Whether a 400 (or 422) says the server or model cannot take the `tools` we sent. */
+function refusesTools(failed: AttemptFailed): boolean {
+  const { status, param } = failed.failure;
+  if (status !== 400 && status !== 422) return false;
+  return param === 'tools' || param === 'tool_choice' || /\btools?\b|tool[ _-]?choice|tool[ _-]call/i.test(failed.reason);
 }
 
 function logSwitch(logger: Logger, now: TokenParameter): void {
