@@ -1,13 +1,15 @@
 // Chat stream benchmark: 200 reply streams opened within a second, written by the local generator and by a provider
 // sending a piece every 20 ms (so all 200 are open together). Measures the time to the first frame and to the first text, the service's memory with the
 // streams open, and how long a /health request waits meanwhile (the event loop's delay as a client feels it).
+// Then turns with one read tool through a provider answering at once: the time the service adds to the whole loop
+// (one request at a time), and 100 such turns streaming at once.
 // Run by `npm run bench`, or alone as `npm run bench:chat -- [--database PATH] [--streams N]`.
 import { copyFileSync, existsSync, rmSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/db/database.ts';
 import { createUserRepository } from '../src/db/users.ts';
 import { hashPassword } from '../src/domain/passwords.ts';
-import { startFakeProvider } from '../test/support/fake-provider.ts';
+import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../test/support/fake-provider.ts';
 import { audienceReady, log, percentile, rssMb, signIn, startProcess, waitFor } from './bench-support.ts';
 
 const EMAIL = 'chat-bench@example.com';
@@ -31,6 +33,98 @@ export interface StreamRun {
   rssBeforeMb: number;
   rssOpenMb: number;
   healthP99Ms: number;
+}
+
+export interface ToolTurnRun {
+  /** One turn at a time, whole (`POST .../messages`): the service's time, the provider's own for its two answers, and the difference. */
+  serviceP50: number;
+  serviceP99: number;
+  providerP50: number;
+  addedP50: number;
+  turns: number;
+  /** That many turns streaming at once. */
+  concurrent: { streams: number; firstFrame: { p50: number; p99: number }; complete: number; rssBeforeMb: number; rssPeakMb: number };
+}
+
+/** The read tool every bench turn calls: a count the audience index answers (remembered after the first). */
+const TOOL_ARGUMENTS = JSON.stringify({ conditions: [{ field: 'country', operator: 'eq', value: 'Germany' }, { field: 'totalTransactions', operator: 'gte', value: 3 }] });
+
+/** The provider's script for a turn with one tool: a count_audience call, then, once its result is back, a sentence. */
+function oneToolTurn(request: RecordedRequest) {
+  const messages = (request.body?.messages ?? []) as { role: string }[];
+  if (messages.at(-1)?.role === 'tool') return { text: 'That many customers in Germany bought at least three times.' };
+  return { toolCalls: [{ id: `call_${request.startedAt}_${messages.length}`, name: 'count_audience', arguments: TOOL_ARGUMENTS }], splitArguments: 3 };
+}
+
+const sortedNumbers = (values: number[]) => values.filter(Number.isFinite).sort((a, b) => a - b);
+
+/** Times turns with one read tool against a service whose provider is `fake`. */
+async function toolTurns(base: string, pid: number, fake: FakeProvider, turns: number, concurrent: number): Promise<ToolTurnRun> {
+  const token = await signIn(base, EMAIL, PASSWORD);
+  await audienceReady(base, token);
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const newThread = async () => ((await (await fetch(`${base}/v1/chat/threads`, { method: 'POST', headers, body: '{}' })).json()) as { id: string }).id;
+  fake.respond = oneToolTurn;
+  try {
+    const service: number[] = [];
+    for (let i = 0; i < turns; i++) {
+      const thread = await newThread();
+      const begun = performance.now();
+      const reply = await fetch(`${base}/v1/chat/threads/${thread}/messages`, { method: 'POST', headers, body: JSON.stringify({ content: 'How many German customers bought three times or more?' }) });
+      if (reply.status !== 200) throw new Error(`a tool turn failed: ${reply.status} ${await reply.text()}`);
+      await reply.text();
+      service.push(performance.now() - begun);
+    }
+    // The provider's own time for the turn's two answers, asked directly the same way.
+    const [askTool, askText] = fake.requests.slice(-2).map((r) => JSON.stringify(r.body));
+    const provider: number[] = [];
+    for (let i = 0; i < turns; i++) {
+      const begun = performance.now();
+      for (const body of [askTool, askText]) await (await fetch(`${fake.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).text();
+      provider.push(performance.now() - begun);
+    }
+    const servicePs = sortedNumbers(service);
+    const providerP50 = percentile(sortedNumbers(provider), 0.5);
+
+    const threads = await Promise.all(Array.from({ length: concurrent }, newThread));
+    const rssBeforeMb = rssMb(pid);
+    let rssPeakMb = rssBeforeMb;
+    let running = true;
+    const sampler = (async () => {
+      while (running) {
+        rssPeakMb = Math.max(rssPeakMb, rssMb(pid));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    const timings = await Promise.all(threads.map((id) => timeStream(`${base}/v1/chat/threads/${id}/messages/stream`, token, 'How many German customers bought three times or more?')));
+    running = false;
+    await sampler;
+    const frames = sortedNumbers(timings.map((t) => t.firstFrame));
+    const result: ToolTurnRun = {
+      serviceP50: percentile(servicePs, 0.5),
+      serviceP99: percentile(servicePs, 0.99),
+      providerP50,
+      addedP50: percentile(servicePs, 0.5) - providerP50,
+      turns,
+      concurrent: {
+        streams: concurrent,
+        firstFrame: { p50: percentile(frames, 0.5), p99: percentile(frames, 0.99) },
+        complete: timings.filter((t) => t.ok).length,
+        rssBeforeMb,
+        rssPeakMb,
+      },
+    };
+    log(
+      `  one read tool, one turn at a time: service p50 ${result.serviceP50.toFixed(2)} ms, provider p50 ${providerP50.toFixed(2)} ms (two answers), added p50 ${result.addedP50.toFixed(2)} ms`,
+    );
+    log(
+      `  ${concurrent} such turns streaming at once: first frame p50 ${result.concurrent.firstFrame.p50.toFixed(1)} / p99 ${result.concurrent.firstFrame.p99.toFixed(1)} ms, ` +
+        `${result.concurrent.complete}/${concurrent} complete, RSS ${Math.round(rssBeforeMb)} -> ${Math.round(rssPeakMb)} MB`,
+    );
+    return result;
+  } finally {
+    fake.respond = undefined;
+  }
 }
 
 interface StreamTiming {
@@ -123,8 +217,13 @@ async function run(name: string, base: string, pid: number, streams: number, pro
   return result;
 }
 
-/** Runs both stream benchmarks against services on `database` (a user is added) and returns their figures. */
-export async function benchChat({ database, streams = 200, port = 3937 }: { database: string; streams?: number; port?: number }): Promise<StreamRun[]> {
+export interface ChatFigures {
+  streams: StreamRun[];
+  tools: ToolTurnRun;
+}
+
+/** Runs both stream benchmarks and the tool turns against services on `database` (a user is added) and returns their figures. */
+export async function benchChat({ database, streams = 200, port = 3937 }: { database: string; streams?: number; port?: number }): Promise<ChatFigures> {
   const db = openDatabase(database);
   const users = createUserRepository(db);
   if (!users.findCredentials(EMAIL)) users.insertUser({ email: EMAIL, fullName: 'Chat bench', role: 'marketing_lead', passwordHash: await hashPassword(PASSWORD) }, new Date());
@@ -140,6 +239,7 @@ export async function benchChat({ database, streams = 200, port = 3937 }: { data
   const fake = await startFakeProvider();
   fake.defaultReply = { pieces: Array.from({ length: PIECES }, (_, i) => `piece ${i} `), intervalMs: PIECE_INTERVAL_MS };
   const results: StreamRun[] = [];
+  let tools: ToolTurnRun | undefined;
   log(`Chat, ${streams} streams at once:`);
   for (const [name, env, providerFirstPieceMs] of [
     ['local generator', { LLM_PROVIDER: 'local' }, 0],
@@ -149,13 +249,14 @@ export async function benchChat({ database, streams = 200, port = 3937 }: { data
     try {
       await waitFor(`http://127.0.0.1:${port}/health`);
       results.push(await run(name, `http://127.0.0.1:${port}`, service.pid!, streams, providerFirstPieceMs));
+      if (env.LLM_PROVIDER === 'openai') tools = await toolTurns(`http://127.0.0.1:${port}`, service.pid!, fake, 300, 100);
     } finally {
       service.kill('SIGTERM');
       await new Promise((resolve) => service.once('exit', resolve));
     }
   }
   await fake.close();
-  return results;
+  return { streams: results, tools: tools! };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -437,7 +437,7 @@ async function main(): Promise<void> {
     '',
     line(['Chat streams', 'first frame p50 / p99 ms', 'first text p50 / p99 ms', 'open at once', 'RSS MB before / open', '/health p99 ms']),
     line(['-', '-', '-', '-', '-', '-']),
-    ...chat.map((r) =>
+    ...chat.streams.map((r) =>
       line([
         `${r.streams} streams, ${r.name}`,
         `${r.firstFrame.p50.toFixed(1)} / ${r.firstFrame.p99.toFixed(1)}`,
@@ -447,6 +447,11 @@ async function main(): Promise<void> {
         r.healthP99Ms.toFixed(1),
       ]),
     ),
+    '',
+    `Chat turns with one read tool (count_audience) through a provider answering at once, ${chat.tools.turns} one at a time: service p50 ${chat.tools.serviceP50.toFixed(2)} ms, ` +
+      `provider p50 ${chat.tools.providerP50.toFixed(2)} ms for its two answers, added by the service p50 ${chat.tools.addedP50.toFixed(2)} ms; ` +
+      `${chat.tools.concurrent.streams} such turns streaming at once: first frame p50 ${chat.tools.concurrent.firstFrame.p50.toFixed(1)} / p99 ${chat.tools.concurrent.firstFrame.p99.toFixed(1)} ms, ` +
+      `RSS ${Math.round(chat.tools.concurrent.rssBeforeMb)} -> ${Math.round(chat.tools.concurrent.rssPeakMb)} MB.`,
     '',
     `Webhooks: ${webhooks.events.toLocaleString('en')} events from ${webhooks.clients} clients to a receiver on loopback: ${Math.round(webhooks.deliveriesPerSecond)} deliveries/s; ` +
       `change to delivery p50 ${Math.round(webhooks.latencyP50Ms)} ms, p99 ${Math.round(webhooks.latencyP99Ms)} ms.`,

@@ -66,7 +66,7 @@ export function createConversation({ chats, customers, segments, model, runTool,
         messages: prompt.messages,
         tools: TOOL_SPECS,
         signal,
-        local: (messages) => localTurn(grounding, content, messages, customers.countryNames()),
+        local: (messages) => localTurn(grounding, content, messages, () => customers.countryNames()),
       };
     },
 

@@ -18,19 +18,19 @@ const HOW_MANY = /^\s*how\s+many\b([\s\S]*)$/i;
 const OBJECTIVE_MAX = 600;
 
 /** Returns the local generator's turn for `question`, given the conversation so far in this turn. */
-export function localTurn(g: Grounding, question: string, messages: readonly ModelTurn[], countries: readonly string[]): string | LocalTurn {
+export function localTurn(g: Grounding, question: string, messages: readonly ModelTurn[], countries: () => readonly string[]): string | LocalTurn {
   const last = messages[messages.length - 1];
   if (last?.role === 'tool') return afterTools(question, messages, countries);
   return firstStep(g, question, countries) ?? localReply(g, question);
 }
 
-function firstStep(g: Grounding, question: string, countries: readonly string[]): LocalTurn | string | undefined {
+function firstStep(g: Grounding, question: string, countries: () => readonly string[]): LocalTurn | string | undefined {
   const draft = DRAFT_CAMPAIGN.exec(question);
   if (draft) return draftCampaign(g, question, draft);
   const make = MAKE_SEGMENT.exec(question);
   if (make) {
     const description = clean(make[2] ?? '');
-    const { conditions, unmatched } = conditionsFromWords(description, countries);
+    const { conditions, unmatched } = conditionsFromWords(description, countries());
     if (!conditions.length) {
       return `I could not read any condition from “${description || question.trim()}”${unmatched.length ? ` (not understood: ${quoteAll(unmatched)})` : ''}. Name a country, an amount spent, a number of purchases or days since the last activity, for example: make a segment of customers in Germany with at least 3 purchases.`;
     }
@@ -39,7 +39,7 @@ function firstStep(g: Grounding, question: string, countries: readonly string[])
   }
   const howMany = HOW_MANY.exec(question);
   if (howMany && g.kpis.totalCustomers > 0) {
-    const { conditions } = conditionsFromWords(howMany[1] ?? '', countries);
+    const { conditions } = conditionsFromWords(howMany[1] ?? '', countries());
     if (conditions.length) return { toolCalls: [{ name: 'count_audience', input: { conditions } }] };
   }
   return undefined;
@@ -60,7 +60,7 @@ function draftCampaign(g: Grounding, question: string, [, channelWord, target = 
 }
 
 /** What the tools answered, in words: a count, a proposal to confirm, or what went wrong. */
-function afterTools(question: string, messages: readonly ModelTurn[], countries: readonly string[]): string {
+function afterTools(question: string, messages: readonly ModelTurn[], countries: () => readonly string[]): string {
   const results = messages[messages.length - 1];
   const asked = messages[messages.length - 2];
   if (results?.role !== 'tool') return '';
@@ -80,7 +80,7 @@ function afterTools(question: string, messages: readonly ModelTurn[], countries:
   });
   // What the words parser could not use is said too, so nothing is silently dropped.
   const description = MAKE_SEGMENT.exec(question)?.[2] ?? HOW_MANY.exec(question)?.[1];
-  const unmatched = description === undefined || DRAFT_CAMPAIGN.test(question) ? [] : conditionsFromWords(clean(description), countries).unmatched;
+  const unmatched = description === undefined || DRAFT_CAMPAIGN.test(question) ? [] : conditionsFromWords(clean(description), countries()).unmatched;
   if (unmatched.length) lines.push(`Not used: ${quoteAll(unmatched)}.`);
   return lines.join('\n');
 }

@@ -70,6 +70,8 @@ export interface FakeProvider {
   /** Queues replies, played in order; once the queue is empty every request gets `defaultReply`. */
   enqueue(...replies: FakeReply[]): void;
   defaultReply: FakeReply;
+  /** Once the queue is empty, chooses the reply from the request itself (before `defaultReply`, used when it answers undefined). */
+  respond?: (request: RecordedRequest) => FakeReply | undefined;
   /** Resolves once `count` requests have arrived. */
   waitForRequests(count: number): Promise<RecordedRequest[]>;
   /** Resolves with the requests the client aborted, once there are `count` of them. */
@@ -127,7 +129,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
 
     const format: Format | undefined = record.path === '/v1/chat/completions' ? 'openai' : record.path === '/v1/messages' ? 'anthropic' : undefined;
     if (!format) return sendJson(res, 404, { error: { message: `no route ${record.path}` } });
-    const reply = queue.shift() ?? fake.defaultReply;
+    const reply = queue.shift() ?? fake.respond?.(record) ?? fake.defaultReply;
     if (reply.delayMs) await wait(reply.delayMs);
     if (res.destroyed) return;
     if ('hang' in reply) return;
