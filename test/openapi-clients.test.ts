@@ -85,7 +85,7 @@ test('the stream frames are components that the text/event-stream response refer
   const content = document.paths['/v1/chat/threads/{id}/messages/stream'].post.responses['200'].content['text/event-stream'];
   assert.deepEqual(content.schema, { $ref: '#/components/schemas/ChatStreamEvent' });
   const frames = document.components.schemas.ChatStreamEvent.oneOf.map((f: { $ref: string }) => f.$ref.split('/').pop());
-  assert.deepEqual(frames, ['ChatStreamStartEvent', 'ChatStreamDeltaEvent', 'ChatStreamDoneEvent', 'ChatStreamErrorEvent']);
+  assert.deepEqual(frames, ['ChatStreamStartEvent', 'ChatStreamDeltaEvent', 'ChatStreamActionEvent', 'ChatStreamDoneEvent', 'ChatStreamErrorEvent']);
   assert.equal(document.components.schemas.ChatStreamDoneEvent.properties.truncated.const, true);
 });
 
