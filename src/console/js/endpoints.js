@@ -139,4 +139,12 @@ export const chat = {
    */
   stream: (threadId, content, signal) =>
     send('POST', `/v1/chat/threads/${id(threadId)}/messages/stream`, { body: { content }, headers: { accept: 'text/event-stream' }, signal }),
+  /**
+   * Runs a proposal of the assistant as the user: saves the segment or drafts the campaign (which calls the model).
+   * Confirming again answers the same and makes nothing more.
+   * @param {string} threadId @param {string} actionId @returns {Promise<import('./types.js').ConfirmReply>}
+   */
+  confirmAction: (threadId, actionId) => request('POST', `/v1/chat/threads/${id(threadId)}/actions/${id(actionId)}/confirm`),
+  /** @param {string} threadId @param {string} actionId @returns {Promise<import('./types.js').RejectReply>} the proposal, now dismissed */
+  rejectAction: (threadId, actionId) => request('POST', `/v1/chat/threads/${id(threadId)}/actions/${id(actionId)}/reject`),
 };

@@ -65,7 +65,11 @@ export type DeliveryPage = v.InferOutput<typeof webhooks.DeliveryPage>;
 export type Thread = v.InferOutput<typeof chat.Thread>;
 export type ThreadPage = v.InferOutput<typeof chat.ThreadPage>;
 export type Message = v.InferOutput<typeof chat.Message>;
-/** One `data:` frame of a streamed reply: start, delta, done or error. */
+/** A proposal of the assistant (save a segment, draft a campaign) and what became of it. */
+export type ChatAction = v.InferOutput<typeof chat.ChatAction>;
+export type ConfirmReply = v.InferOutput<typeof chat.ConfirmReply>;
+export type RejectReply = v.InferOutput<typeof chat.RejectReply>;
+/** One `data:` frame of a streamed reply: start, delta, action, done or error. */
 export type StreamEvent = v.InferOutput<typeof chat.StreamEvent>;
 
 /** A field error of a `validation_failed` problem. */

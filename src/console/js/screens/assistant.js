@@ -1,6 +1,6 @@
 // @ts-check
 // The assistant: your threads, their messages, and a reply that appears as it streams, with a stop button and
-// errors shown where the reply would have been.
+// errors shown where the reply would have been; what the assistant proposes to do comes as cards to confirm or dismiss.
 import * as api from '../endpoints.js';
 import { ApiError, isAbort } from '../api.js';
 import { emptyState, h, loading, pageHeader, replace } from '../dom.js';
@@ -9,6 +9,7 @@ import { dateTime } from '../format.js';
 import { describe, errorBox } from '../problems.js';
 import { navigate } from '../router.js';
 import { readEvents } from '../sse.js';
+import { actionCard, actionCards } from './assistant-actions.js';
 
 /** @typedef {import('../types.js').Thread} Thread */
 /** @typedef {import('../types.js').Message} Message */
@@ -81,7 +82,8 @@ export function assistantScreen(root, { params, signal }) {
     try {
       const [thread, list] = await Promise.all([api.chat.thread(threadId, { signal }), api.chat.messages(threadId, { signal })]);
       title.textContent = thread.title;
-      replace(messages, list.length ? list.map((m) => markCut(bubble(m.role, m.content), m.truncated)) : h('li', { class: 'muted' }, 'No messages yet. Ask the first question below.'));
+      const shown = list.map((m) => markCut(bubble(m.role, m.content, actionCards(thread.id, m.actions)), m.truncated));
+      replace(messages, shown.length ? shown : h('li', { class: 'muted' }, 'No messages yet. Ask the first question below.'));
       messages.scrollTop = messages.scrollHeight;
     } catch (error) {
       replace(messages, h('li', {}, errorBox(error, h('a', { href: '/assistant' }, 'Start a new conversation'))));
@@ -114,10 +116,13 @@ export function assistantScreen(root, { params, signal }) {
         return;
       }
     }
-    messages.querySelector('.suggestions, .muted')?.remove();
+    messages.querySelector(':scope > .suggestions, :scope > .muted')?.remove();
     const question = bubble('user', content);
     const answer = bubble('assistant', '');
     const answerText = /** @type {HTMLElement} */ (answer.querySelector('.message-text'));
+    // Proposals arrive before the reply is stored; their buttons wait for `done`, which brings them as stored.
+    const proposals = h('div', { class: 'action-cards' });
+    const thread = threadId;
     answer.classList.add('streaming');
     messages.append(question, answer);
     input.value = '';
@@ -129,17 +134,26 @@ export function assistantScreen(root, { params, signal }) {
         if (event.type === 'delta') {
           answerText.textContent += event.text;
           messages.scrollTop = messages.scrollHeight;
+        } else if (event.type === 'action') {
+          if (!proposals.isConnected) answerText.after(proposals);
+          proposals.append(actionCard(thread, event.action, { ready: false }));
+          messages.scrollTop = messages.scrollHeight;
         } else if (event.type === 'done') {
           answerText.textContent = event.assistantMessage.content;
+          proposals.remove();
+          const stored = actionCards(thread, event.assistantMessage.actions);
+          if (stored) answerText.after(stored);
           markCut(answer, event.assistantMessage.truncated);
+          messages.scrollTop = messages.scrollHeight;
           finished = true;
         } else if (event.type === 'error') {
+          proposals.remove();
           fail(answer, describe(new ApiError({ status: 0, code: event.code, detail: event.message })), 'Nothing was saved for this reply. Ask again to retry.');
           finished = true;
         }
       }
       if (!finished) fail(answer, 'The reply was cut off before it finished.', 'Nothing was saved for this reply.');
-      status.textContent = finished ? 'Reply complete.' : 'The reply was cut off.';
+      status.textContent = finished ? `Reply complete.${proposalsSaid(answer)}` : 'The reply was cut off.';
     } catch (error) {
       if (controller.signal.aborted && !signal.aborted) {
         note(answer, 'Stopped. This partial reply was not saved.');
@@ -151,6 +165,7 @@ export function assistantScreen(root, { params, signal }) {
         status.textContent = 'The reply failed.';
       }
     } finally {
+      proposals.remove(); // the streamed cards: replaced by the stored ones on `done`, and nothing to confirm otherwise
       answer.classList.remove('streaming');
       if (streaming === controller) streaming = undefined;
       if (!signal.aborted) {
@@ -208,9 +223,19 @@ export function assistantScreen(root, { params, signal }) {
 /**
  * @param {'user' | 'assistant'} role
  * @param {string} content
+ * @param {HTMLElement | null} [cards] the reply's proposals
  */
-function bubble(role, content) {
-  return h('li', { class: `message ${role}` }, h('span', { class: 'visually-hidden' }, role === 'user' ? 'You: ' : 'Assistant: '), h('span', { class: 'message-text' }, content));
+function bubble(role, content, cards) {
+  return h('li', { class: `message ${role}` }, h('span', { class: 'visually-hidden' }, role === 'user' ? 'You: ' : 'Assistant: '), h('span', { class: 'message-text' }, content), cards);
+}
+
+/**
+ * What a finished reply asks of the user, for the status line.
+ * @param {HTMLElement} answer
+ */
+function proposalsSaid(answer) {
+  const n = answer.querySelectorAll('.action-card').length;
+  return n === 0 ? '' : n === 1 ? ' It proposes something to confirm or dismiss.' : ` It proposes ${n} things to confirm or dismiss.`;
 }
 
 /**
