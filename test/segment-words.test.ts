@@ -1,4 +1,4 @@
-// The local reader of audience descriptions (product.md 11, src/segments/words.ts): one table of descriptions with the
+// The local reader of audience descriptions (product.md 11, src/segments/words/): one table of descriptions with the
 // exact conditions and unmatched phrases each must give, then properties every reading keeps: conditions valid for a
 // save, the same answer every time, unmatched phrases taken from the description, and describeCondition read back.
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import * as v from 'valibot';
 import { prng } from '../scripts/synthetic-customers.ts';
 import { describeAudience, describeCondition, type Condition, type NumericField, type NumericOperator } from '../src/domain/segments.ts';
 import { Conditions } from '../src/schemas/segments.ts';
-import { conditionsFromWords } from '../src/segments/words.ts';
+import { conditionsFromWords } from '../src/segments/words/index.ts';
 
 const COUNTRIES = ['Germany', 'United Kingdom', 'France', 'United States', 'Spain', 'Bosnia and Herzegovina'];
 

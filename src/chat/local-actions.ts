@@ -4,7 +4,7 @@
 import { CHANNELS, TONES, type Channel, type Tone } from '../domain/campaigns.ts';
 import type { LocalTurn, ModelTurn, ToolCall } from '../llm/model.ts';
 import { nameFrom } from '../segments/draft.ts';
-import { conditionsFromWords } from '../segments/words.ts';
+import { conditionsFromWords } from '../segments/words/index.ts';
 import type { Grounding, SegmentFact } from './grounding.ts';
 import { localReply } from './local-reply.ts';
 import { customers } from './wording.ts';

@@ -1,5 +1,5 @@
 // Audiences from words: a description turned into segment conditions by the model (answering in the JSON Schema of
-// the conditions a save accepts) or by the local parser of plain English (words.ts).
+// the conditions a save accepts) or by the local parser of plain English (words/).
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { invalidField } from '../domain/errors.ts';
@@ -9,7 +9,7 @@ import { askForJson, type ReadResult } from '../llm/json-reply.ts';
 import type { LanguageModel } from '../llm/model.ts';
 import { SegmentCondition } from '../schemas/segments.ts';
 import { findArray, findObject } from '../campaigns/reply.ts';
-import { conditionsFromWords } from './words.ts';
+import { conditionsFromWords } from './words/index.ts';
 
 /** What a description gave: a name to save it under, the conditions, and the phrases that could not be used. */
 export interface SegmentDraft {
