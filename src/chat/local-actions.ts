@@ -70,7 +70,7 @@ function afterTools(question: string, messages: readonly ModelTurn[], countries:
     if (r.isError || typeof value.error === 'string') return `I could not do that: ${String(value.error ?? r.content)}`;
     const call = calls.get(r.callId);
     if (call?.name === 'count_audience' && typeof value.matchCount === 'number') {
-      return `${customers(value.matchCount)} match: ${String(value.audience)}.`;
+      return `${customers(value.matchCount)} ${value.matchCount === 1 ? 'matches' : 'match'}: ${String(value.audience)}.`;
     }
     if (value.proposed === true) {
       const what = call?.name === 'draft_campaign' ? 'draft the campaign' : 'save the segment';

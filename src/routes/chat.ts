@@ -4,8 +4,10 @@ import type { Conversation } from '../chat/conversation.ts';
 import { streamReply } from '../chat/reply-stream.ts';
 import type { ChatAction, ChatRepository } from '../db/chat.ts';
 import type { ActionKind } from '../domain/chat.ts';
+import type { AuthUser } from '../domain/auth-user.ts';
 import type { Clock } from '../domain/clock.ts';
 import { AppError } from '../domain/errors.ts';
+import type { Context } from '../http/context.ts';
 import type { Logger } from '../http/logger.ts';
 import { operation, STREAMED } from '../http/operation.ts';
 import type { RunOperation } from '../http/run-operation.ts';
@@ -47,8 +49,11 @@ const NOT_YOURS = 'Threads are private: one that belongs to another user is not 
 
 /** Returns the chat operations. */
 export function chatOperations({ chats, conversation, model, clock, logger, heartbeatMs, run }: ChatDeps) {
-  /** Confirms under way, by proposal id: a second confirm meanwhile waits for the first and answers the same. */
-  const confirming = new Map<string, Promise<{ action: ChatAction; result: unknown }>>();
+  /**
+   * Confirms under way, by proposal id, with the signal of the request running each: a second confirm meanwhile
+   * waits for the first and answers the same, or runs it itself when the first one's client leaves.
+   */
+  const confirming = new Map<string, { answer: Promise<{ action: ChatAction; result: unknown }>; signal: AbortSignal }>();
 
   const createThread = operation({
     operationId: 'chat.threads.create',
@@ -182,24 +187,36 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     response: ConfirmReply,
     problems: ['not_found', 'conflict', 'rate_limited', 'llm_error', 'llm_unavailable'],
     async handle({ params, user, ctx }) {
-      const action = chats.getAction(user.id, params.id, params.actionId);
-      if (action.status === 'confirmed') return { action: shown(action), result: action.result };
-      if (action.status === 'rejected') throw new AppError('conflict', 'This proposal was rejected; ask the assistant for a new one.');
-      const pending = confirming.get(action.id);
-      if (pending) return pending;
-      const confirm = (async () => {
-        const result = (await run(OPERATION_OF[action.kind], { user, body: action.input, ctx })) as { id: string };
-        const settled = chats.settleAction(user.id, params.id, action.id, { status: 'confirmed', result, resultId: result.id }, clock());
-        return { action: shown(settled), result: settled.result };
-      })();
-      confirming.set(action.id, confirm);
-      try {
-        return await confirm;
-      } finally {
-        confirming.delete(action.id);
+      for (;;) {
+        const action = chats.getAction(user.id, params.id, params.actionId);
+        if (action.status === 'confirmed') return { action: shown(action), result: action.result };
+        if (action.status === 'rejected') throw new AppError('conflict', 'This proposal was rejected; ask the assistant for a new one.');
+        const pending = confirming.get(action.id);
+        if (!pending) return confirmNow(params.id, action, user, ctx);
+        try {
+          return await pending.answer;
+        } catch (error) {
+          // Another request's confirm failed because its client left: this one runs it, unless it has left too.
+          if (!pending.signal.aborted || ctx.signal.aborted) throw error;
+        }
       }
     },
   });
+
+  /** Runs a proposal's operation as the user and stores what it answered; a confirm meanwhile waits for it. */
+  async function confirmNow(threadId: string, action: ChatAction, user: AuthUser, ctx: Context) {
+    const answer = (async () => {
+      const result = (await run(OPERATION_OF[action.kind], { user, body: action.input, ctx })) as { id: string };
+      const settled = chats.settleAction(user.id, threadId, action.id, { status: 'confirmed', result, resultId: result.id }, clock());
+      return { action: shown(settled), result: settled.result };
+    })();
+    confirming.set(action.id, { answer, signal: ctx.signal });
+    try {
+      return await answer;
+    } finally {
+      confirming.delete(action.id);
+    }
+  }
 
   const rejectAction = operation({
     operationId: 'chat.actions.reject',
