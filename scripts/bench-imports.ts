@@ -1,7 +1,7 @@
 // The benchmark's CSV import jobs: a file uploaded as one job, followed to its end, while another client reads the
 // KPIs and edits a customer in a loop to measure how long other requests wait meanwhile.
 import { readFile } from 'node:fs/promises';
-import { log, percentile, startProcess } from './bench-support.ts';
+import { log, percentile, rssMb, startProcess } from './bench-support.ts';
 
 export interface JobLoad {
   rows: number;
@@ -26,6 +26,11 @@ export async function csvJobLoad(base: string, token: string, file: string, rows
   const body = await readFile(file);
   let running = true;
   const waits: number[] = [];
+  const kpiWaits: number[] = [];
+  const editWaits: number[] = [];
+  /** The longest wait: how long, when (ms after the upload began; negative before it), and which request. */
+  const worst = { ms: 0, at: 0, what: '' };
+  let begun = performance.now();
   const others = async () => {
     for (let i = 0; running; i++) {
       const started = performance.now();
@@ -39,12 +44,16 @@ export async function csvJobLoad(base: string, token: string, file: string, rows
             });
       await reply.arrayBuffer();
       if (!reply.ok) throw new Error(`request during the job: ${reply.status}`);
-      waits.push(performance.now() - started);
+      const waited = performance.now() - started;
+      waits.push(waited);
+      (i % 2 === 0 ? kpiWaits : editWaits).push(waited);
+      if (waited > worst.ms) Object.assign(worst, { ms: waited, at: started - begun, what: i % 2 === 0 ? 'KPI read' : 'edit' });
       await sleep(5);
     }
   };
   const other = others();
   const started = performance.now();
+  begun = started;
   const accepted = await fetch(`${base}/v1/customers/imports?fileName=bench.csv`, { method: 'POST', headers: { ...auth, 'content-type': 'text/csv' }, body });
   if (accepted.status !== 202) throw new Error(`upload: ${accepted.status} ${await accepted.text()}`);
   const uploadMs = performance.now() - started;
@@ -70,7 +79,9 @@ export async function csvJobLoad(base: string, token: string, file: string, rows
   };
   log(
     `  CSV job of ${rows.toLocaleString('en')} rows (${result.fileMb.toFixed(0)} MB): ${Math.round(result.rowsPerSecond).toLocaleString('en')} rows/s upload to completed ` +
-      `(upload ${Math.round(uploadMs)} ms); other requests meanwhile: worst ${Math.round(result.othersWorstMs)} ms, p99 ${Math.round(result.othersP99Ms)} ms over ${waits.length}`,
+      `(upload ${Math.round(uploadMs)} ms); other requests meanwhile: worst ${Math.round(result.othersWorstMs)} ms, p99 ${Math.round(result.othersP99Ms)} ms over ${waits.length} ` +
+      `(KPI reads worst ${Math.round(Math.max(0, ...kpiWaits))} ms, p99 ${Math.round(percentile(kpiWaits, 0.99))} ms; edits worst ${Math.round(Math.max(0, ...editWaits))} ms, p99 ${Math.round(percentile(editWaits, 0.99))} ms; ` +
+      `the worst, a ${worst.what}, began ${Math.round(worst.at)} ms after the upload began)`,
   );
   return result;
 }
@@ -123,4 +134,164 @@ export async function backupDuringImports(base: string, token: string, database:
       `GET /v1/customers/kpis waited at most ${Math.round(result.othersWorstMs)} ms (p99 ${Math.round(result.othersP99Ms)} ms)`,
   );
   return result;
+}
+
+/** Samples the resident memory of process `pid` every 50 ms until stopped; returns the most seen, MB. */
+export function sampleRss(pid: number): { stop(): number; peak(): number } {
+  let peak = 0;
+  let samples = 0;
+  const trace = process.env.BENCH_RSS_TRACE === '1';
+  const timer = setInterval(() => {
+    try {
+      const now = rssMb(pid);
+      peak = Math.max(peak, now);
+      if (trace && ++samples % 40 === 0) log(`    RSS ${Math.round(now)} MB (peak ${Math.round(peak)} MB)`);
+    } catch {
+      // the process has exited
+    }
+  }, 50);
+  return {
+    peak: () => peak,
+    stop() {
+      clearInterval(timer);
+      return peak;
+    },
+  };
+}
+
+/**
+ * `tsx scripts/bench-imports.ts [--customers N] [--rows N] [--only full|empty] [--warm]`: the CSV import job part of
+ * `npm run bench` alone. A job of `--rows` rows (a million unless said) into a copy of data/bench-<N>.db (which
+ * `npm run bench` seeds), then into an empty base, each on a service started as `npm start` would; with `--warm` the
+ * service on the full base first serves the loads that fill its memory in the whole bench (list and search requests,
+ * 60 JSON imports of 1000 rows from 4 clients, an export of every customer). Prints rows/s, the waits of other
+ * requests and the service's peak RSS (VmHWM) for each, and the figures as JSON on stdout. The CSV files are written
+ * once (data/bench-imports-<full|empty>-<rows>.csv) and kept for later runs; `BENCH_RSS_TRACE=1` logs the RSS every 2 s.
+ */
+async function main(): Promise<void> {
+  const { parseArgs } = await import('node:util');
+  const { copyFileSync, existsSync, rmSync } = await import('node:fs');
+  const { openDatabase } = await import('../src/db/database.ts');
+  const { createUserRepository } = await import('../src/db/users.ts');
+  const { hashPassword } = await import('../src/domain/passwords.ts');
+  const { writeCustomersCsv } = await import('./csv-file.ts');
+  const { syntheticCustomers } = await import('./synthetic-customers.ts');
+  const { exportLoad } = await import('./bench-exports.ts');
+  const { audienceReady, load, signIn, waitFor } = await import('./bench-support.ts');
+  const { values } = parseArgs({
+    options: {
+      customers: { type: 'string', default: '1000000' },
+      rows: { type: 'string', default: '1000000' },
+      only: { type: 'string' },
+      warm: { type: 'boolean', default: false },
+      port: { type: 'string', default: '3921' },
+    },
+  });
+  const rows = Number(values.rows);
+  const source = `data/bench-${values.customers}.db`;
+  const email = 'bench@example.com';
+  const password = 'bench-password-1';
+  const base = `http://127.0.0.1:${values.port}`;
+  const env = { PORT: values.port!, LOG_LEVEL: 'info', ADMIN_PASSWORD: 'unused-admin-password' };
+  const fresh = (path: string) => {
+    for (const suffix of ['', '-wal', '-shm', '.secret', '.imports']) rmSync(path + suffix, { force: true, recursive: true });
+  };
+  const withUser = async (path: string) => {
+    const db = openDatabase(path);
+    const users = createUserRepository(db);
+    if (!users.findCredentials(email)) users.insertUser({ email, fullName: 'Bench', role: 'admin', passwordHash: await hashPassword(password) }, new Date());
+    db.close();
+  };
+  const csv = async (name: string, seed: number, firstSerial: number) => {
+    const file = `data/bench-imports-${name}-${rows}.csv`;
+    if (!existsSync(file)) await writeCustomersCsv(file, rows, { seed, firstSerial });
+    return file;
+  };
+  const figures: Record<string, unknown> = {};
+
+  const run = async (name: string, database: string, file: string, warm: boolean) => {
+    const service = startProcess(['--import', 'tsx', 'src/main.ts'], { ...env, DATABASE_PATH: database }, `data/bench-imports-service-${name}.log`);
+    const rss = sampleRss(service.pid!);
+    try {
+      await waitFor(`${base}/health`);
+      const token = await signIn(base, email, password);
+      await audienceReady(base, token);
+      const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      let editId = '1';
+      if (warm) {
+        log(`  warming (${name}):`);
+        for (const path of ['/v1/customers', '/v1/customers?search=example.org', '/v1/customers?sort=totalAmountSpent&direction=asc&page=200', '/v1/customers/trend?months=24']) {
+          await load(`GET ${path}`, `${base}${path}`, 3, { token });
+        }
+        const bodies: string[] = [];
+        const made = syntheticCustomers(60_000, { seed: 7, firstSerial: 50_000_000 });
+        for (let b = 0; b < 60; b++) {
+          const customers = [];
+          for (let i = 0; i < 1000; i++) {
+            const c = made.next().value!;
+            customers.push({ ...c, totalAmountSpent: c.amountCents / 100, lastActivityDate: new Date(c.lastActivityAt).toISOString(), amountCents: undefined, lastActivityAt: undefined });
+          }
+          bodies.push(JSON.stringify({ customers }));
+        }
+        let next = 0;
+        const began = performance.now();
+        const client = async () => {
+          for (let i = next++; i < bodies.length; i = next++) {
+            const reply = await fetch(`${base}/v1/customers/import`, { method: 'POST', headers: auth, body: bodies[i] });
+            const report = (await reply.json()) as { imported: number };
+            if (report.imported !== 1000) throw new Error(`import ${i}: ${JSON.stringify(report).slice(0, 200)}`);
+          }
+        };
+        await Promise.all([client(), client(), client(), client()]);
+        figures[`${name}JsonImportRowsPerSecond`] = 60_000 / ((performance.now() - began) / 1000);
+        log(`  JSON imports: ${Math.round(figures[`${name}JsonImportRowsPerSecond`] as number).toLocaleString('en')} rows/s; RSS so far ${Math.round(rss.peak())} MB`);
+        const everyone = await fetch(`${base}/v1/segments`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Bench: everyone', conditions: [{ field: 'totalTransactions', operator: 'gte', value: 0 }] }) });
+        await exportLoad(base, token, ((await everyone.json()) as { id: string }).id, service.pid!);
+        log(`  before the job: RSS ${Math.round(rssMb(service.pid!))} MB now, ${Math.round(rss.peak())} MB at most`);
+      }
+      if (name === 'empty') {
+        const edited = await fetch(`${base}/v1/customers`, {
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({ name: 'Edited during the job', email: 'edited@bench.example.com', country: 'Germany', totalTransactions: 1, totalAmountSpent: 1, lastActivityDate: '2026-01-01', status: 'active' }),
+        });
+        editId = ((await edited.json()) as { id: string }).id;
+      }
+      const before = rss.peak();
+      const job = await csvJobLoad(base, token, file, rows, editId);
+      const peak = Math.max(rss.stop(), rssMb(service.pid!, 'VmHWM'));
+      log(`  ${name}: peak RSS ${Math.round(peak)} MB (${Math.round(before)} MB before the job)`);
+      figures[name] = { ...job, peakRssMb: peak, rssBeforeJobMb: before };
+    } finally {
+      rss.stop();
+      service.kill('SIGTERM');
+      await new Promise((resolve) => service.once('exit', resolve));
+    }
+  };
+
+  if (values.only !== 'empty') {
+    const database = 'data/bench-imports-full.db';
+    fresh(database);
+    copyFileSync(source, database);
+    await withUser(database);
+    log(`CSV job of ${rows.toLocaleString('en')} rows into a copy of ${source}:`);
+    await run('full', database, await csv('full', 8, 60_000_000), values.warm!);
+    fresh(database);
+  }
+  if (values.only !== 'full') {
+    const database = 'data/bench-imports-empty.db';
+    fresh(database);
+    await withUser(database);
+    log(`CSV job of ${rows.toLocaleString('en')} rows into an empty base:`);
+    await run('empty', database, await csv('empty', 9, 1), false);
+    fresh(database);
+  }
+  process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  });
 }

@@ -2,14 +2,15 @@
 // stored exactly once, its failures are reported, and the aggregates, the search index and the segment counts equal
 // a recomputation from the rows. The clock is TestClock's default, 2026-11-20T12:00:00.000Z.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createReadStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { bulkInsertCustomers, openCustomers } from '../src/customers/index.ts';
+import { bulkInsertCustomers, openCustomers, openImportJobs, type ImportJob } from '../src/customers/index.ts';
 import { openDatabase, type Db } from '../src/db/database.ts';
 import { compileConditions } from '../src/domain/segments.ts';
+import { writeCustomersCsv } from '../scripts/csv-file.ts';
 import { syntheticCustomers } from '../scripts/synthetic-customers.ts';
 import { startService, type TestService } from './helpers.ts';
 
@@ -157,7 +158,7 @@ test('a write on the service connection that commits before an import reply arri
   }
 });
 
-test('a bulk load into an empty database builds the search index on a second thread; later writes keep it exact', () => {
+test('a bulk load into an empty database builds the search index on a second thread; later writes keep it exact', async () => {
   const folder = mkdtempSync(join(tmpdir(), 'campaigns-bulk-'));
   const db = openDatabase(join(folder, 'b.db'));
   try {
@@ -167,11 +168,44 @@ test('a bulk load into an empty database builds the search index on a second thr
     assertRecomputed(db);
     const repository = openCustomers(db).store;
     repository.insertCustomers([{ ...customers[0]!, email: 'late.smith@example.com', name: 'Late Smith' }], new Date(NOW_MS));
-    repository.updateCustomer('7', { name: 'Renamed Smith', email: 'renamed@a.bexample.com' }, new Date(NOW_MS));
-    repository.deleteCustomer('8');
+    await repository.updateCustomer('7', { name: 'Renamed Smith', email: 'renamed@a.bexample.com' }, new Date(NOW_MS));
+    await repository.deleteCustomer('8');
     assertRecomputed(db);
     // Adding more to a loaded base goes through the same statements, without the second thread.
     bulkInsertCustomers(db, syntheticCustomers(500, { seed: 6, now: new Date(NOW_MS), firstSerial: 10_000 }), new Date(NOW_MS));
+    assertRecomputed(db);
+  } finally {
+    db.close();
+    rmSync(folder, { recursive: true, force: true });
+  }
+});
+
+test('a CSV job gives way to writes of the service: edits go through while it runs, and its counts and aggregates stay exact', { timeout: 120_000 }, async () => {
+  const folder = mkdtempSync(join(tmpdir(), 'campaigns-turns-'));
+  const db = openDatabase(join(folder, 't.db'));
+  try {
+    const { store } = openCustomers(db);
+    const [id] = store.insertCustomers([{ ...[...syntheticCustomers(1, { seed: 1, now: new Date(NOW_MS), firstSerial: 9_000_000 })][0]!, email: 'edited@turns.example.com' }], new Date(NOW_MS));
+    const file = join(folder, 'job.csv');
+    const rows = 60_000;
+    await writeCustomersCsv(file, rows, { seed: 12, now: new Date(NOW_MS) });
+    let ended: ImportJob | undefined;
+    const jobs = openImportJobs(db, store, { folder: join(folder, 'uploads'), maxBytes: 1e9, clock: () => new Date(NOW_MS), onEnd: (job) => (ended = job) });
+    await jobs.accept(createReadStream(file)[Symbol.asyncIterator](), { fileName: 'job.csv', declaredBytes: undefined, createdBy: 'test' });
+    // Edits one after another while the job runs: each waits for at most a part of one of the job's transactions.
+    const waits: number[] = [];
+    while (!ended) {
+      const started = performance.now();
+      await store.updateCustomer(id!, { totalTransactions: waits.length + 1 }, new Date(NOW_MS));
+      waits.push(performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    assert.equal(ended.status, 'completed');
+    assert.deepEqual([ended.rowsRead, ended.imported, ended.skipped], [rows, rows, 0]);
+    assert.ok(waits.length >= 5, `${waits.length} edits during the job`);
+    assert.ok(Math.max(...waits) < 2000, `an edit waited ${Math.round(Math.max(...waits))} ms`);
+    assert.equal(store.findCustomer(id!)!.totalTransactions, waits.length, 'every edit is stored');
+    assert.equal(db.prepare('SELECT count(*) FROM customers').pluck().get(), rows + 1);
     assertRecomputed(db);
   } finally {
     db.close();

@@ -46,7 +46,7 @@ export function openImportJobs(db: Db, store: CustomerRepository, options: Impor
  * Returns the customer subsystem on `db`. The audience index starts loading in the background when `warm` is set
  * (the service), else on its first count; `importCacheMiB` is the import writer's page cache.
  */
-export function openCustomers(db: Db, { warm = false, importCacheMiB = 64 } = {}): Customers {
+export function openCustomers(db: Db, { warm = false, importCacheMiB = 32 } = {}): Customers {
   const feed = new CustomerChangeFeed(db);
   const audience = new AudienceIndex(db, feed);
   const store = createCustomerRepository(db, feed, { importCacheMiB });

@@ -89,8 +89,8 @@ export function customerOperations({ customers, jobs, clock }: { customers: Cust
     params: IdParams,
     response: NullBody,
     problems: ['not_found'],
-    handle({ params }) {
-      customers.deleteCustomer(params.id);
+    async handle({ params }) {
+      await customers.deleteCustomer(params.id);
       return null;
     },
   });

@@ -1,30 +1,54 @@
 // Running one CSV import job on the import writer's connection. A parser thread (parser.thread.ts) reads and checks
-// the rows while this thread writes them, in transactions sized to take about a tenth of a second: each holds its
-// rows, its skipped rows and the job's counts, so a crash loses nothing the counts report, and other writers never
-// wait long for the lock.
+// the rows (in batches sorted by email) while this thread writes them, in transactions of up to half a second; when a
+// write of the service asks for the lock through the write turns (db/database.ts), the transaction commits early
+// enough that the write waits about WAIT_BUDGET_MS at most. Each holds its rows, its skipped rows and the job's counts,
+// so a crash loses nothing the counts report.
 import { MessageChannel } from 'node:worker_threads';
 import type { CustomerRecord } from '../../domain/customers.ts';
 import { startWorkerThread } from '../../db/worker-thread.ts';
+import type { WriteTurns } from '../../db/database.ts';
 import type { StoredCustomer } from '../store/rows.ts';
 import type { CustomerWrites } from '../store/writes.ts';
 import type { jobProgressWriter, JobToRun, SkippedRow } from './job-store.ts';
 import type { ParsedBatch, ParserMessage } from './parser.thread.ts';
+import { unpackRow } from './packed-rows.ts';
 import { duplicateReason } from './row-check.ts';
 
-/** How long one transaction should take: other writers wait at most about this long for the lock. */
-const TRANSACTION_MS = 100;
-const FIRST_BATCH = 2_000;
-const MIN_BATCH = 500;
-const MAX_BATCH = 25_000;
-/** A transaction is at most this many times larger than the last: one whose rows suddenly cost more stays short. */
-const MAX_GROWTH = 1.5;
 /**
- * A pause after each transaction, so a writer of the service waiting for the lock gets it: SQLite's busy handler
- * retries at intervals of up to 25 ms in the first few hundred, and without a gap it could wait out many commits.
+ * On the writer thread (its own connection, with write turns): a transaction nobody waits for ends after this long or
+ * this many rows. Larger transactions write each index page once for more rows; a write of the service never waits for
+ * one to end (it asks, and the transaction commits soon after, see WAIT_BUDGET_MS).
  */
+const LONG_MS = 500;
+const MAX_ROWS = 20_000;
+/**
+ * A write of the service (or an import request) that waits for a transaction waits at most about this long: the
+ * transaction goes on inserting until this, less what its commit is expected to take, has passed since it began, then
+ * commits. Longer means larger transactions while the service writes often (each costs a commit), and longer waits.
+ */
+const WAIT_BUDGET_MS = 160;
+/** The time a transaction inserts before giving way stays within these bounds, whatever commits have taken. */
+const YIELD_AFTER_MIN_MS = 40;
+const YIELD_AFTER_MAX_MS = 140;
+/** Every transaction stores at least this many rows (when there are), however soon it is asked to give way. */
+const MIN_ROWS = 200;
+/** How long the writer lets waiting writes of the service go first before its next transaction, at most. */
+const PATIENCE_MS = 250;
+/**
+ * On the service's own connection (an in-memory database, no second connection): every transaction blocks the event
+ * loop, so it takes about a tenth of a second, then pauses so requests are served.
+ */
+const SHORT_MS = 100;
 const GAP_MS = 30;
+/** Transactions start once this many parsed rows wait (or the file has ended), so none is small for want of rows. */
+const READY_ROWS = 2_000;
+/**
+ * The parser's heap: a small young generation, and an old generation capped well above what it holds (two windows of
+ * packed rows, at most about 35 MB), which makes V8 collect its garbage sooner instead of growing by tens of MB.
+ */
+const PARSER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 96 };
 /** Parsed batches asked for ahead of the writer, so parsing never waits for a commit nor runs far ahead of it. */
-const BATCHES_AHEAD = 4;
+const BATCHES_AHEAD = 6;
 
 /** What one committed transaction of a job stored, for the change feed. */
 export interface JobCommit {
@@ -38,80 +62,138 @@ export interface CsvJobDeps {
   progress: ReturnType<typeof jobProgressWriter>;
   /** Told after each transaction commits. */
   onCommit(commit: JobCommit): void;
+  /** The write turns shared with the service's connection, on the writer thread; none on the service's connection. */
+  turns?: WriteTurns;
 }
 
 /**
  * Imports the file at `path` for the job; resolves to `completed`, or `failed` when the file cannot be read to its
  * end (what was committed before stays, and the reason is its last skipped row). Rows that break a rule, repeat a
  * stored email or cannot be parsed are skipped with their line. Throws what a transaction throws.
+ *
+ * Each transaction holds a prefix of the rows received (batches in order, each batch's records in order): its
+ * records, the skipped rows of the batches it completes, and the job's counts of exactly those rows, so a crash
+ * loses nothing the counts report.
  */
 export async function runCsvJob(job: JobToRun, path: string, deps: CsvJobDeps): Promise<'completed' | 'failed'> {
-  let records: { line: number; record: CustomerRecord }[] = [];
-  let skipped: SkippedRow[] = [];
-  let rows = 0;
+  const { turns } = deps;
+  const longMs = turns ? LONG_MS : SHORT_MS;
+  /** Batches received and not yet wholly committed; `taken` records of the first are committed. */
+  const batches: ParsedBatch[] = [];
+  let taken = 0;
+  let waitingRows = 0;
   let bytes = 0;
-  let batchSize = FIRST_BATCH;
+  /** Whether a transaction has taken the end of the file (its reach, and the reason it broke off) in. */
+  let finished = false;
+  /** How long a commit takes, from the last row inserted to the lock given back: a moving average, ms. */
+  let commitMs = 60;
 
-  const commit = () => {
+  const parsed = startParser(job, path);
+
+  /** Commits the next prefix of the rows received; with `end`, once every batch is in, the end of the file too. */
+  const commit = (end?: { bytes: number; broken?: SkippedRow }) => {
     const started = performance.now();
-    const batch = records;
-    records = [];
-    const { stored, generation } = deps.writes.insertWith(
-      batch.map((r) => r.record),
-      job.startedAt,
-      (result) => {
-        result.forEach((s, i) => {
-          if (s) return;
-          const { line, record } = batch[i]!;
+    const yieldAfter = Math.min(YIELD_AFTER_MAX_MS, Math.max(YIELD_AFTER_MIN_MS, WAIT_BUDGET_MS - commitMs));
+    let insertedAt = 0;
+    const inserted: string[] = [];
+    const skipped: SkippedRow[] = [];
+    let rows = 0;
+    const next = (): CustomerRecord | undefined => {
+      // A batch whose records are all in: its skipped rows and its reach in the file go with this transaction.
+      while (batches.length > 0 && taken >= batches[0]!.records.length) {
+        const done = batches.shift()!;
+        parsed.consumed(); // room for one more batch ahead
+        for (const row of done.skipped) skipped.push(row);
+        rows += done.skipped.length;
+        waitingRows -= done.skipped.length;
+        bytes = Math.max(bytes, done.bytes);
+        taken = 0;
+      }
+      insertedAt = performance.now();
+      if (batches.length === 0) return undefined;
+      if (inserted.length >= MIN_ROWS) {
+        const elapsed = insertedAt - started;
+        if (elapsed >= longMs || inserted.length >= MAX_ROWS) return undefined;
+        if (turns && elapsed >= yieldAfter && (turns.wanted() || turns.importsQueued())) return undefined;
+      }
+      const packed = batches[0]!.records[taken++]!;
+      inserted.push(packed);
+      rows++;
+      waitingRows--;
+      return unpackRow(packed).record;
+    };
+    turns?.hold(PATIENCE_MS);
+    let result: ReturnType<CustomerWrites['insertWith']>;
+    try {
+      result = deps.writes.insertWith(next, job.startedAt, (stored) => {
+        let imported = 0;
+        stored.forEach((s, i) => {
+          if (s) {
+            imported++;
+            return;
+          }
+          const { line, record } = unpackRow(inserted[i]!);
           skipped.push({ line, email: record.email, reason: duplicateReason(record.email) });
         });
-        deps.progress.record(job.seq, { bytes, rows, imported: result.filter(Boolean).length }, skipped);
-      },
-    );
-    rows = 0;
-    skipped = [];
-    deps.onCommit({ seq: job.seq, generation, stored: stored.filter((s): s is StoredCustomer => s !== undefined) });
-    // Sized by the last one: rows cost more as the indexes grow, and less once their pages are cached.
-    const elapsed = Math.max(1, performance.now() - started);
-    const rowsDone = Math.max(batch.length, MIN_BATCH);
-    batchSize = Math.round(Math.min(MAX_BATCH, rowsDone * MAX_GROWTH, Math.max(MIN_BATCH, rowsDone * (TRANSACTION_MS / elapsed))));
+        if (end && batches.length === 0) {
+          bytes = Math.max(bytes, end.bytes);
+          if (end.broken) {
+            rows++;
+            skipped.push(end.broken);
+          }
+          finished = true;
+        }
+        deps.progress.record(job.seq, { bytes, rows, imported }, skipped);
+      });
+    } finally {
+      turns?.release();
+    }
+    commitMs = 0.7 * commitMs + 0.3 * (performance.now() - insertedAt);
+    deps.onCommit({ seq: job.seq, generation: result.generation, stored: result.stored.filter((s): s is StoredCustomer => s !== undefined) });
   };
 
-  const add = (parsed: ParsedBatch) => {
-    for (const r of parsed.records) records.push(r);
-    for (const s of parsed.skipped) skipped.push(s);
-    rows += parsed.rows;
-    bytes = parsed.bytes;
-  };
-
-  for await (const message of parsedBatches(job, path)) {
-    if (message.type === 'batch') {
-      add(message);
-      if (records.length + skipped.length < batchSize) continue;
-      commit();
-      await new Promise((resolve) => setTimeout(resolve, GAP_MS));
-      continue;
+  try {
+    let end: { bytes: number; broken?: SkippedRow } | undefined;
+    for (;;) {
+      for (let message = parsed.take(); message; message = parsed.take()) {
+        if (message.type === 'end') end = message;
+        else {
+          batches.push(message);
+          waitingRows += message.rows;
+        }
+      }
+      if (end && batches.length === 0) {
+        if (!finished) commit(end);
+        return end.broken ? 'failed' : 'completed';
+      }
+      if (waitingRows < READY_ROWS && !end) {
+        await parsed.more();
+        continue;
+      }
+      commit(end);
+      // Between transactions: requests of the service, import requests and the parser's batches get their turn.
+      if (!turns) await new Promise((resolve) => setTimeout(resolve, GAP_MS));
+      else if (turns.importsQueued()) await new Promise((resolve) => setTimeout(resolve, 1));
+      else await new Promise((resolve) => setImmediate(resolve));
     }
-    bytes = message.bytes;
-    if (message.broken) {
-      rows++;
-      skipped.push(message.broken);
-    }
-    commit();
-    return message.broken ? 'failed' : 'completed';
+  } finally {
+    await parsed.close();
   }
-  throw new Error('The CSV parser stopped without saying why.');
 }
 
-
-/** Starts the parser thread on the file and yields its messages, asking for more as they are taken. */
-async function* parsedBatches(job: JobToRun, path: string): AsyncGenerator<ParserMessage> {
+/**
+ * Starts the parser thread on the file; `take` returns a message received (or undefined), `more` resolves when
+ * another arrives, `consumed` asks for one more batch (at most BATCHES_AHEAD are ahead of the commits), `close` stops
+ * the thread.
+ */
+function startParser(job: JobToRun, path: string) {
   const { port1, port2 } = new MessageChannel();
-  const thread = startWorkerThread(new URL('./parser.thread.ts', import.meta.url), { path, columns: job.columns, startedAt: job.startedAt, port: port2 }, [port2]);
+  const thread = startWorkerThread(new URL('./parser.thread.ts', import.meta.url), { path, columns: job.columns, startedAt: job.startedAt, port: port2 }, [port2], { resourceLimits: PARSER_LIMITS, bundle: true });
   const received: ParserMessage[] = [];
   let wake: (() => void) | undefined;
   let failure: unknown;
   let exited = false;
+  let ended = false;
   port1.on('message', (message: ParserMessage) => {
     received.push(message);
     wake?.();
@@ -124,24 +206,28 @@ async function* parsedBatches(job: JobToRun, path: string): AsyncGenerator<Parse
     exited = true;
     wake?.();
   });
-  try {
-    port1.postMessage(BATCHES_AHEAD);
-    for (;;) {
+  port1.postMessage(BATCHES_AHEAD);
+  return {
+    take(): ParserMessage | undefined {
       const message = received.shift();
-      if (message) {
-        if (message.type === 'batch') port1.postMessage(1);
-        yield message;
-        if (message.type === 'end') return;
-        continue;
-      }
+      if (message?.type === 'end') ended = true;
+      return message;
+    },
+    /** A batch taken has been committed whole: the parser may send one more. */
+    consumed(): void {
+      port1.postMessage(1);
+    },
+    async more(): Promise<void> {
+      if (received.length > 0) return;
       if (failure) throw failure;
       // Messages posted before the exit arrive before it is reported; after it, nothing more will come.
-      if (exited) throw new Error('The CSV parser thread stopped before the end of the file.');
+      if (exited || ended) throw new Error('The CSV parser thread stopped before the end of the file.');
       await new Promise<void>((resolve) => (wake = resolve));
       wake = undefined;
-    }
-  } finally {
-    port1.close();
-    await thread.terminate();
-  }
+    },
+    async close(): Promise<void> {
+      port1.close();
+      await thread.terminate();
+    },
+  };
 }

@@ -10,8 +10,14 @@ import { createImportQueue, type ImportReply } from './group-commit.ts';
 import { jobProgressWriter, type JobToRun } from './job-store.ts';
 import type { CustomerChange, StoredCustomer } from '../store/rows.ts';
 import type { CustomerWrites } from '../store/writes.ts';
-import type { Db } from '../../db/database.ts';
+import { WriteTurns, writeTurnsOf, type Db } from '../../db/database.ts';
 import { startWorkerThread } from '../../db/worker-thread.ts';
+
+/**
+ * The writer's heap: a small young generation, and an old generation capped well above what it holds (the batches of
+ * a job ahead of it, one transaction's rows, the import requests queued), which makes V8 collect its garbage sooner.
+ */
+const WRITER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 128 };
 
 /** The threads stop after this long without work, and start again with the next import. */
 const IDLE_MS = 10_000;
@@ -105,7 +111,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       return;
     }
     if (!checkpointer) {
-      const thread = startWorkerThread(new URL('./checkpointer.thread.ts', import.meta.url), { path: db.name });
+      const thread = startWorkerThread(new URL('./checkpointer.thread.ts', import.meta.url), { path: db.name }, [], { bundle: true });
       thread.on('message', () => {
         if (checkpointer !== thread) return;
         const again = checkpointing === 'again';
@@ -137,6 +143,9 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
 
   // An in-memory database has no second connection: its imports are grouped on this one.
   const local = db.memory ? createImportQueue(writes, receive) : undefined;
+  // The write turns of this connection, shared with the writer thread (db/database.ts).
+  const shared = writeTurnsOf(db);
+  const turns = shared && new WriteTurns(shared);
 
   /** Returns the writer thread, started if need be, holding the process open while it has work. */
   const writerThread = (): Worker => {
@@ -144,7 +153,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       writer.ref();
       return writer;
     }
-    const thread = startWorkerThread(new URL('./writer.thread.ts', import.meta.url), { path: db.name, cacheMiB: writerCacheMiB });
+    const thread = startWorkerThread(new URL('./writer.thread.ts', import.meta.url), { path: db.name, cacheMiB: writerCacheMiB, turns: shared }, [], { resourceLimits: WRITER_LIMITS, bundle: true });
     db.pragma('wal_autocheckpoint = 0');
     thread.on('message', (message: WriterMessage) => {
       if (message === 'checkpoint') checkpoint();
@@ -155,6 +164,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
     thread.on('error', () => {}); // reported through 'exit', which follows
     thread.on('exit', () => {
       if (writer === thread) writer = undefined;
+      turns?.writerGone();
       // Requests it never answered may or may not have committed; the generation tells the readers which.
       for (const [id, request] of waiting) {
         if (request.thread !== thread) continue;
@@ -208,6 +218,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
         }
         const thread = writerThread();
         waiting.set(id, { records, resolve, reject, reported: feed.beginWriteElsewhere(), thread });
+        turns?.importPosted(); // a job's transaction on the writer lets it in soon
         thread.postMessage(request);
       });
     },

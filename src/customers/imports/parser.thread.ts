@@ -1,21 +1,43 @@
 // The CSV parser of an import job: a worker thread the import writer starts per job, so parsing and checking rows
 // (csv-parse, then the customer rules) runs beside the writer's transactions instead of between them. It reads the
 // file as a stream and posts batches of checked rows to `workerData.port`, only as many as the writer has asked
-// for, so a file of any size holds a few batches in memory at most.
+// for, so a file of any size holds about two windows of rows (a few MB each) in memory at most.
+//
+// Rows are posted a window at a time, sorted by email: a batch of the window then covers a narrow range of emails
+// (and, emails being first.last@..., of names), so the writer's transaction touches a few hundred pages of those two
+// indexes instead of one page per row. Duplicates of an email within the window keep their file order (a stable sort),
+// so the first row with an email is the one stored, as in file order.
 import { createReadStream } from 'node:fs';
 import { workerData, type MessagePort } from 'node:worker_threads';
 import { parse } from 'csv-parse';
-import type { CustomerRecord } from '../../domain/customers.ts';
 import { rowInput, type ColumnMap } from './csv-columns.ts';
 import type { SkippedRow } from './job-store.ts';
+import { packRow } from './packed-rows.ts';
 import { rowChecker } from './row-check.ts';
 
+/**
+ * Rows per window sorted by email: the more, the narrower each batch's range of emails (and the more memory). The
+ * first windows are smaller, so the writer starts soon.
+ */
+const WINDOW_ROWS = 80_000;
+const FIRST_WINDOW_ROWS = 10_000;
 /** Rows per batch posted to the writer. */
-const BATCH_ROWS = 2_000;
+const BATCH_ROWS = 5_000;
+/** A window also ends at this many characters of packed rows, so long rows cannot make it large. */
+const WINDOW_CHARS = 8_000_000;
+/**
+ * Parsing goes on while less than a window waits to be posted (so the next window is ready when the writer has
+ * taken the last): at most about two windows of rows are held here.
+ */
+const READY_BATCHES = WINDOW_ROWS / BATCH_ROWS;
 
-/** A batch of the file: its checked rows with their lines, its skipped rows, and how far into the file it reaches. */
+/**
+ * A batch of the file: checked rows with their lines, packed (packed-rows.ts) in email order, skipped rows, how many
+ * rows of the file it stands for (its records and skipped rows), and how far into the file the rows before it and it
+ * reach.
+ */
 export interface ParsedBatch {
-  records: { line: number; record: CustomerRecord }[];
+  records: string[];
   skipped: SkippedRow[];
   rows: number;
   bytes: number;
@@ -32,7 +54,19 @@ let credit = 0;
 let line = 0;
 let lastSkipped = 0;
 let header = true;
-let batch: ParsedBatch = { records: [], skipped: [], rows: 0, bytes: 0 };
+/** Where the rows posted so far end in the file. */
+let postedBytes = 0;
+let window: string[] = [];
+let windowChars = 0;
+let windowRows = FIRST_WINDOW_ROWS;
+let windowSkipped: SkippedRow[] = [];
+/** Batches ready to post, in order; the end message last once the file is read. */
+const ready: ParserMessage[] = [];
+/** Characters of the packed rows in `ready`. */
+let readyChars = 0;
+const charsOf = (message: ParserMessage) => (message.type === 'batch' ? message.records.reduce((sum, row) => sum + row.length, 0) : 0);
+const waitingIsFull = () => ready.length >= READY_BATCHES || readyChars >= WINDOW_CHARS;
+let ended = false;
 
 const parser = createReadStream(path).pipe(
   parse({
@@ -50,44 +84,82 @@ const parser = createReadStream(path).pipe(
       const at = typeof error?.lines === 'number' ? error.lines : line + 1;
       if (at === lastSkipped) return undefined; // one row may break more than one rule
       lastSkipped = at;
-      batch.rows++;
-      batch.skipped.push({ line: at, email: null, reason: `Not a CSV row: ${error?.message ?? 'unreadable'}` });
+      windowSkipped.push({ line: at, email: null, reason: `Not a CSV row: ${error?.message ?? 'unreadable'}` });
       return undefined;
     },
   }),
 );
 
-const flush = () => {
-  batch.bytes = parser.info.bytes;
-  post({ type: 'batch', ...batch });
-  batch = { records: [], skipped: [], rows: 0, bytes: 0 };
-  if (--credit <= 0) parser.pause();
+/** Sorts the window by email and queues it as batches; the window's skipped rows go with its first batch. */
+const closeWindow = () => {
+  const bytes = parser.info.bytes;
+  // Packed rows begin with the email, then the line: a plain sort orders them by email, repeats in file order.
+  const records = window.sort();
+  const skipped = windowSkipped;
+  window = [];
+  windowSkipped = [];
+  readyChars += windowChars;
+  windowChars = 0;
+  const batches = Math.max(1, Math.ceil(records.length / BATCH_ROWS));
+  for (let i = 0; i < batches; i++) {
+    const part = records.slice(i * BATCH_ROWS, (i + 1) * BATCH_ROWS);
+    const own = i === 0 ? skipped : [];
+    // A batch in the middle of a window reaches a share of the way through it: an estimate, never past the window.
+    const reach = i === batches - 1 ? bytes : postedBytes + Math.floor(((bytes - postedBytes) * (i + 1)) / batches);
+    if (part.length + own.length > 0 || i === batches - 1) ready.push({ type: 'batch', records: part, skipped: own, rows: part.length + own.length, bytes: reach });
+  }
+  postedBytes = bytes;
+};
+
+const pump = () => {
+  // The end needs no credit: it holds no rows.
+  while (ready.length > 0 && (credit > 0 || ready[0]!.type === 'end')) {
+    const message = ready.shift()!;
+    readyChars -= charsOf(message);
+    post(message);
+    if (message.type === 'end') {
+      port.close();
+      return;
+    }
+    credit--;
+  }
+  if (!ended && !waitingIsFull()) parser.resume();
 };
 
 parser.pause();
 port.on('message', (more: number) => {
   credit += more;
-  if (credit > 0) parser.resume();
+  pump();
 });
 parser.on('data', (cells: string[]) => {
   if (header) {
     header = false; // read by the service when the file arrived
     return;
   }
-  batch.rows++;
   const checked = check(rowInput(cells, columns));
-  if (checked.ok) batch.records.push({ line, record: checked.record });
-  else batch.skipped.push({ line, email: checked.email, reason: checked.reason });
-  if (batch.rows >= BATCH_ROWS) flush();
+  if (checked.ok) {
+    const packed = packRow(line, checked.record);
+    window.push(packed);
+    windowChars += packed.length;
+  }
+  else windowSkipped.push({ line, email: checked.email, reason: checked.reason });
+  if (window.length + windowSkipped.length >= windowRows || windowChars >= WINDOW_CHARS) {
+    closeWindow();
+    windowRows = Math.min(WINDOW_ROWS, windowRows * 2);
+    if (waitingIsFull()) parser.pause();
+    pump();
+  }
 });
 parser.on('end', () => {
-  if (batch.rows > 0) post({ type: 'batch', ...batch, bytes: parser.info.bytes });
-  post({ type: 'end', bytes: parser.info.bytes });
-  port.close();
+  ended = true;
+  if (window.length + windowSkipped.length > 0) closeWindow();
+  ready.push({ type: 'end', bytes: parser.info.bytes });
+  pump();
 });
 parser.on('error', (error) => {
-  if (batch.rows > 0) post({ type: 'batch', ...batch, bytes: parser.info.bytes });
+  ended = true;
+  if (window.length + windowSkipped.length > 0) closeWindow();
   const reason = `The file could not be read from here on: ${error instanceof Error ? error.message : String(error)}`;
-  post({ type: 'end', bytes: parser.info.bytes, broken: { line: parser.info.lines, email: null, reason } });
-  port.close();
+  ready.push({ type: 'end', bytes: parser.info.bytes, broken: { line: parser.info.lines, email: null, reason } });
+  pump();
 });

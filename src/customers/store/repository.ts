@@ -8,14 +8,14 @@ import type { CustomerChangeFeed } from '../change-feed.ts';
 import { parseId, toCustomer, type CustomerRow } from './rows.ts';
 import { createCustomerSearch } from './search.ts';
 import { createCustomerWrites } from './writes.ts';
-import type { Db } from '../../db/database.ts';
+import { writeTurn, type Db } from '../../db/database.ts';
 
 export type { CustomerQuery } from './search.ts';
 
 export type CustomerRepository = ReturnType<typeof createCustomerRepository>;
 
 /** Returns the customer queries; every committed write is published to `feed`, in commit order. */
-export function createCustomerRepository(db: Db, feed: CustomerChangeFeed, { importCacheMiB = 64 } = {}) {
+export function createCustomerRepository(db: Db, feed: CustomerChangeFeed, { importCacheMiB = 32 } = {}) {
   const writes = createCustomerWrites(db);
   const { stats } = writes;
   const search = createCustomerSearch(db, stats, feed);
@@ -68,21 +68,34 @@ export function createCustomerRepository(db: Db, feed: CustomerChangeFeed, { imp
     /** Runs a CSV import job on the import writer (see imports.ts `runJob`); import-jobs.ts queues them. */
     runImportJob: imports.runJob,
 
-    /** Applies the changes and returns the customer; throws `not_found` or `conflict` (email taken). */
-    updateCustomer(id: string, changes: Partial<CustomerRecord>, now: Date): Customer {
+    /**
+     * Applies the changes and returns the customer; throws `not_found` or `conflict` (email taken). While a CSV job's
+     * transaction holds the lock, waits for it to commit without blocking the event loop (db/database.ts writeTurn).
+     */
+    async updateCustomer(id: string, changes: Partial<CustomerRecord>, now: Date): Promise<Customer> {
       const numeric = parseId(id);
       if (numeric === undefined) throw new AppError('not_found', `No customer with id ${id}.`);
-      const { change, generation } = writes.updateOne.immediate(numeric, changes, now.getTime());
-      feed.publish([change], generation);
-      return toCustomer(byId.get(numeric)!);
+      const done = await writeTurn(db);
+      try {
+        const { change, generation } = writes.updateOne.immediate(numeric, changes, now.getTime());
+        feed.publish([change], generation);
+        return toCustomer(byId.get(numeric)!);
+      } finally {
+        done();
+      }
     },
 
-    /** Deletes the customer; throws `not_found` for an unknown id. */
-    deleteCustomer(id: string): void {
+    /** Deletes the customer; throws `not_found` for an unknown id. Waits for its turn as `updateCustomer` does. */
+    async deleteCustomer(id: string): Promise<void> {
       const numeric = parseId(id);
       if (numeric === undefined) throw new AppError('not_found', `No customer with id ${id}.`);
-      const { change, generation } = writes.deleteOne.immediate(numeric);
-      feed.publish([change], generation);
+      const done = await writeTurn(db);
+      try {
+        const { change, generation } = writes.deleteOne.immediate(numeric);
+        feed.publish([change], generation);
+      } finally {
+        done();
+      }
     },
   };
 }

@@ -36,19 +36,34 @@ export function createCustomerWrites(db: Db) {
   // The rows a batch added have every id above the last one before it: this transaction is the only writer.
   const indexTextFrom = db.prepare(`INSERT INTO customer_search (rowid, text) SELECT id, name || char(10) || email FROM customers WHERE id > ?`);
 
-  /** Inserts one batch's rows and indexes their search text in one statement; adds them to `delta`. */
-  const insertBatch = (records: readonly CustomerRecord[], now: number, delta: StatsDelta): (StoredCustomer | undefined)[] => {
+  /**
+   * Inserts the records `next` hands out one at a time (until it returns undefined) and indexes their search text in
+   * one statement; adds them to `delta`.
+   */
+  const insertEach = (next: () => CustomerRecord | undefined, now: number, delta: StatsDelta): (StoredCustomer | undefined)[] => {
     const before = lastId.get() as number;
-    const stored = records.map((r) => {
+    const stored: (StoredCustomer | undefined)[] = [];
+    let any = false;
+    for (let r = next(); r !== undefined; r = next()) {
       const key = countryKey(r.country);
       const result = insert.run(r.name, r.email, r.country, key, r.totalTransactions, r.amountCents, r.lastActivityAt, r.status, now, now);
-      if (result.changes === 0) return undefined;
+      if (result.changes === 0) {
+        stored.push(undefined);
+        continue;
+      }
       const customer: StoredCustomer = { ...r, id: Number(result.lastInsertRowid), countryKey: key };
       delta.add(customer, 1);
-      return customer;
-    });
-    if (stored.some((s) => s !== undefined)) indexTextFrom.run(before);
+      stored.push(customer);
+      any = true;
+    }
+    if (any) indexTextFrom.run(before);
     return stored;
+  };
+
+  /** Inserts one batch's rows and indexes their search text in one statement; adds them to `delta`. */
+  const insertBatch = (records: readonly CustomerRecord[], now: number, delta: StatsDelta): (StoredCustomer | undefined)[] => {
+    let i = 0;
+    return insertEach(() => records[i++], now, delta);
   };
 
   /** Every batch in one transaction that counts one generation. */
@@ -59,10 +74,10 @@ export function createCustomerWrites(db: Db) {
     return { stored, generation: bump() };
   });
 
-  /** One batch, and whatever `also` writes about it, in one transaction that counts one generation. */
-  const insertWith = db.transaction((records: readonly CustomerRecord[], now: number, also: (stored: (StoredCustomer | undefined)[]) => void) => {
+  /** The records `next` hands out, and whatever `also` writes about them, in one transaction that counts one generation. */
+  const insertWith = db.transaction((next: () => CustomerRecord | undefined, now: number, also: (stored: (StoredCustomer | undefined)[]) => void) => {
     const delta = new StatsDelta();
-    const stored = insertBatch(records, now, delta);
+    const stored = insertEach(next, now, delta);
     stats.apply(delta);
     also(stored);
     return { stored, generation: bump() };
@@ -101,11 +116,13 @@ export function createCustomerWrites(db: Db) {
     },
 
     /**
-     * Inserts the records, stamped `now`, and runs `also` with what became of each (undefined for a taken email), all
-     * in one transaction that counts one generation; returns the same and the generation. Throws what undid it.
+     * Inserts the records `next` hands out one at a time until it returns undefined (so the caller decides, row by
+     * row, when the transaction ends), stamped `now`, and runs `also` with what became of each (undefined for a taken
+     * email), all in one transaction that counts one generation; returns the same and the generation. Throws what
+     * undid it.
      */
-    insertWith(records: readonly CustomerRecord[], now: number, also: (stored: (StoredCustomer | undefined)[]) => void) {
-      return insertWith.immediate(records, now, also);
+    insertWith(next: () => CustomerRecord | undefined, now: number, also: (stored: (StoredCustomer | undefined)[]) => void) {
+      return insertWith.immediate(next, now, also);
     },
 
     /** Applies the changes to one customer; throws `not_found`, or `conflict` when the email is taken. */
