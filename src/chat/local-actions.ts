@@ -6,7 +6,7 @@ import type { LocalTurn, ModelTurn, ToolCall } from '../llm/model.ts';
 import { nameFrom } from '../segments/draft.ts';
 import { conditionsFromWords } from '../segments/words/index.ts';
 import type { Grounding, SegmentFact } from './grounding.ts';
-import { localReply } from './local-reply.ts';
+import { localReply, namedSegment } from './local-reply.ts';
 import { customers } from './wording.ts';
 
 const MAKE_SEGMENT =
@@ -46,7 +46,7 @@ function firstStep(g: Grounding, question: string, countries: () => readonly str
 }
 
 function draftCampaign(g: Grounding, question: string, [, channelWord, target = '', goal = '']: RegExpExecArray): LocalTurn | string {
-  const segment = segmentNamed(g.segments, clean(target)) ?? longestNamedIn(g.segments, question);
+  const segment = segmentNamed(g.segments, clean(target)) ?? namedSegment(g.segments, question.toLowerCase());
   if (!segment) {
     const names = g.segments.slice(0, 5).map((s) => `“${s.name}”`);
     return names.length
@@ -88,11 +88,6 @@ function afterTools(question: string, messages: readonly ModelTurn[], countries:
 function segmentNamed(segments: readonly SegmentFact[], words: string): SegmentFact | undefined {
   const wanted = words.replace(/^(?:the|my|our)\s+/i, '').replace(/\s+segment$/i, '').toLowerCase();
   return segments.find((s) => s.name.toLowerCase() === wanted);
-}
-
-function longestNamedIn(segments: readonly SegmentFact[], question: string): SegmentFact | undefined {
-  const q = question.toLowerCase();
-  return segments.filter((s) => q.includes(s.name.toLowerCase())).sort((a, b) => b.name.length - a.name.length)[0];
 }
 
 function channelOf(word: string | undefined): Channel | undefined {

@@ -41,8 +41,8 @@ export function localReply(g: Grounding, question: string): string {
   }
 }
 
-/** The saved segment whose name the question mentions (the longest such name), if any. */
-function namedSegment(segments: readonly SegmentFact[], q: string): SegmentFact | undefined {
+/** The saved segment whose name the question (in lower case) mentions (the longest such name), if any. */
+export function namedSegment(segments: readonly SegmentFact[], q: string): SegmentFact | undefined {
   return segments.filter((s) => q.includes(s.name.toLowerCase())).sort((a, b) => b.name.length - a.name.length)[0];
 }
 

@@ -40,13 +40,18 @@ export function authenticate(tokens: AccessTokens, findUser: (id: string) => Aut
   };
 }
 
+/** Throws `forbidden` unless the route's access allows the user's role (public and signed-in routes allow any). */
+export function checkRole(route: Route | undefined, user: AuthUser | undefined): void {
+  const access = route?.access;
+  if (Array.isArray(access) && !(user && access.includes(user.role))) {
+    throw new AppError('forbidden', 'Your role does not allow this action.');
+  }
+}
+
 /** Rejects signed-in users whose role the route does not allow, before anything else is looked at. */
 export function authorize(): Middleware<Context> {
   return async (ctx, next) => {
-    const access = ctx.route?.access;
-    if (Array.isArray(access) && !(ctx.user && access.includes(ctx.user.role))) {
-      throw new AppError('forbidden', 'Your role does not allow this action.');
-    }
+    checkRole(ctx.route, ctx.user);
     await next();
   };
 }

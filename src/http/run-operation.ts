@@ -1,10 +1,10 @@
 // Running an operation of the route table on a signed-in user's behalf, without a request of its own: what the
 // assistant's tools and confirmed proposals do, so they can never do more than the user could by hand.
 import type { AuthUser } from '../domain/auth-user.ts';
-import { AppError } from '../domain/errors.ts';
 import { compose } from './chain.ts';
 import type { Context } from './context.ts';
 import type { Route } from './operation.ts';
+import { checkRole } from './pipeline.ts';
 import { parseBody, parseInput } from './validate.ts';
 
 export interface OperationCall {
@@ -31,7 +31,7 @@ export function operationRunner(routes: () => readonly Route[]): RunOperation {
     const route = byId.get(operationId);
     if (!route) throw new Error(`No operation ${operationId} in the route table.`);
     const op = route.operation;
-    if (Array.isArray(route.access) && !route.access.includes(user.role)) throw new AppError('forbidden', 'Your role does not allow this action.');
+    checkRole(route, user);
     const input = {
       body: op.body ? parseBody(op.body, body) : undefined,
       query: op.query ? parseInput(op.query, query, 'query') : {},
