@@ -9,7 +9,7 @@ import { createSegmentRepository } from '../src/db/segments.ts';
 import { createUserRepository } from '../src/db/users.ts';
 import { hashPassword } from '../src/domain/passwords.ts';
 import { startFakeProvider } from '../test/support/fake-provider.ts';
-import { audienceReady, load, log, percentile, signIn as signInAt, startProcess, waitFor, type Load } from './bench-support.ts';
+import { audienceReady, load, type Load, log, percentile, SERVICE, signIn as signInAt, startProcess, waitFor } from './bench-support.ts';
 
 const EMAIL = 'campaign-bench@example.com';
 const PASSWORD = 'bench-password-1';
@@ -68,7 +68,7 @@ export async function benchCampaigns({ database, duration, port = 3927 }: { data
   const fake = await startFakeProvider();
   fake.defaultReply = { json: { title: 'Spring is here', message: 'Our spring offer is waiting for you.', callToAction: 'Take a look' } };
   const common = { DATABASE_PATH: database, LOG_LEVEL: 'info', MODEL_CALLS_PER_MINUTE: '100000', ADMIN_PASSWORD: 'unused-admin-password' };
-  const local = startProcess(['--import', 'tsx', 'src/main.ts'], { ...common, PORT: String(port), LLM_PROVIDER: 'local' }, 'data/bench-campaigns-local.log');
+  const local = startProcess(SERVICE, { ...common, PORT: String(port), LLM_PROVIDER: 'local' }, 'data/bench-campaigns-local.log');
   await waitFor(`http://127.0.0.1:${port}/health`);
   const floor = startProcess(['--import', 'tsx', 'scripts/bench-floor.ts', database, String(port + 1), 'campaigns'], {}, 'data/bench-campaigns-floor.log');
   await waitFor(`http://127.0.0.1:${port + 1}/`);
@@ -89,7 +89,7 @@ export async function benchCampaigns({ database, duration, port = 3927 }: { data
 
     // The same generation through an OpenAI-compatible provider that answers at once, one request at a time.
     const remote = startProcess(
-      ['--import', 'tsx', 'src/main.ts'],
+      SERVICE,
       { ...common, PORT: String(port + 2), LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: 'bench-model', LLM_API_KEY: 'bench-key' },
       'data/bench-campaigns-remote.log',
     );

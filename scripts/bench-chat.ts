@@ -10,7 +10,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { createUserRepository } from '../src/db/users.ts';
 import { hashPassword } from '../src/domain/passwords.ts';
 import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../test/support/fake-provider.ts';
-import { audienceReady, log, percentile, rssMb, signIn, startProcess, waitFor } from './bench-support.ts';
+import { audienceReady, log, percentile, rssMb, SERVICE, signIn, startProcess, waitFor } from './bench-support.ts';
 
 const EMAIL = 'chat-bench@example.com';
 const PASSWORD = 'bench-password-1';
@@ -245,7 +245,7 @@ export async function benchChat({ database, streams = 200, port = 3937 }: { data
     ['local generator', { LLM_PROVIDER: 'local' }, 0],
     [`provider, a piece every ${PIECE_INTERVAL_MS} ms`, { LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: 'bench-model' }, 0],
   ] as const) {
-    const service = startProcess(['--import', 'tsx', 'src/main.ts'], { ...common, ...env, PORT: String(port) }, `data/bench-chat-${env.LLM_PROVIDER}.log`);
+    const service = startProcess(SERVICE, { ...common, ...env, PORT: String(port) }, `data/bench-chat-${env.LLM_PROVIDER}.log`);
     try {
       await waitFor(`http://127.0.0.1:${port}/health`);
       results.push(await run(name, `http://127.0.0.1:${port}`, service.pid!, streams, providerFirstPieceMs));

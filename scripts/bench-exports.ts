@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/db/database.ts';
 import { createUserRepository } from '../src/db/users.ts';
 import { hashPassword } from '../src/domain/passwords.ts';
-import { audienceReady, log, percentile, rssMb, signIn, startProcess, waitFor } from './bench-support.ts';
+import { audienceReady, log, percentile, rssMb, SERVICE, signIn, startProcess, waitFor } from './bench-support.ts';
 import { seedDatabase } from './seed.ts';
 
 export interface ExportLoad {
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
   }
   db.close();
   const base = `http://127.0.0.1:${values.port}`;
-  const service = startProcess(['--import', 'tsx', 'src/main.ts'], { DATABASE_PATH: database, PORT: values.port!, LOG_LEVEL: 'info', ADMIN_PASSWORD: 'unused-admin-password' }, 'data/bench-exports-service.log');
+  const service = startProcess(SERVICE, { DATABASE_PATH: database, PORT: values.port!, LOG_LEVEL: 'info', ADMIN_PASSWORD: 'unused-admin-password' }, 'data/bench-exports-service.log');
   try {
     await waitFor(`${base}/health`);
     const token = await signIn(base, email, password);

@@ -1,7 +1,7 @@
 // The benchmark's CSV import jobs: a file uploaded as one job, followed to its end, while another client reads the
 // KPIs and edits a customer in a loop to measure how long other requests wait meanwhile.
 import { readFile } from 'node:fs/promises';
-import { log, percentile, rssMb, startProcess } from './bench-support.ts';
+import { log, percentile, rssMb, SERVICE, startProcess } from './bench-support.ts';
 
 export interface JobLoad {
   rows: number;
@@ -210,7 +210,7 @@ async function main(): Promise<void> {
   const figures: Record<string, unknown> = {};
 
   const run = async (name: string, database: string, file: string, warm: boolean) => {
-    const service = startProcess(['--import', 'tsx', 'src/main.ts'], { ...env, DATABASE_PATH: database }, `data/bench-imports-service-${name}.log`);
+    const service = startProcess(SERVICE, { ...env, DATABASE_PATH: database }, `data/bench-imports-service-${name}.log`);
     const rss = sampleRss(service.pid!);
     try {
       await waitFor(`${base}/health`);

@@ -14,6 +14,9 @@ export interface Load {
   non2xx: number;
 }
 
+/** The service's command line as `npm start` runs it. */
+export const SERVICE = ['scripts/start.js'];
+
 /**
  * Starts `node <command>` with stdout in `logFile`: a pipe the benchmark did not read would stall it when full.
  * BENCH_NODE_FLAGS adds flags to every process started, e.g. `--cpu-prof --cpu-prof-dir=data/profiles`.

@@ -5,7 +5,7 @@
 import { rmSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { startWebhookReceiver } from '../test/support/webhook-receiver.ts';
-import { audienceReady, log, percentile, signIn, startProcess, waitFor } from './bench-support.ts';
+import { audienceReady, log, percentile, SERVICE, signIn, startProcess, waitFor } from './bench-support.ts';
 
 const EMAIL = 'webhook-bench@example.com';
 const PASSWORD = 'bench-password-1';
@@ -32,7 +32,7 @@ export interface WebhookLoad {
 export async function webhookLoad({ database = 'data/bench-webhooks.db', events = 1000, clients = 10, port = 3937 } = {}): Promise<WebhookLoad> {
   for (const suffix of ['', '-wal', '-shm', '.secret']) rmSync(database + suffix, { force: true });
   const env = { DATABASE_PATH: database, PORT: String(port), LOG_LEVEL: 'info', MODEL_CALLS_PER_MINUTE: '100000', ADMIN_EMAIL: EMAIL, ADMIN_PASSWORD: PASSWORD };
-  const service = startProcess(['--import', 'tsx', 'src/main.ts'], env, 'data/bench-webhooks-service.log'); // request logs as in production
+  const service = startProcess(SERVICE, env, 'data/bench-webhooks-service.log'); // request logs as in production
   const receiver = await startWebhookReceiver({ name: 'bench' });
   const base = `http://127.0.0.1:${port}`;
   try {

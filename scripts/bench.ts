@@ -18,7 +18,7 @@ import { backupDuringImports, csvJobLoad, type JobLoad } from './bench-imports.t
 import { exportLoad } from './bench-exports.ts';
 import { webhookLoad } from './bench-webhooks.ts';
 import { writeCustomersCsv } from './csv-file.ts';
-import { load as loadFor, log, percentile, rssMb, startProcess as start, waitFor, type LoadOptions } from './bench-support.ts';
+import { load as loadFor, type LoadOptions, log, percentile, rssMb, SERVICE, startProcess as start, waitFor } from './bench-support.ts';
 import { seedDatabase } from './seed.ts';
 import { syntheticCustomers } from './synthetic-customers.ts';
 
@@ -239,7 +239,7 @@ async function main(): Promise<void> {
 
   // Start-up: from spawning the service to /health answering, on the large database.
   const serviceEnv = { DATABASE_PATH: RUN, PORT: String(PORT), LOG_LEVEL: 'info', ADMIN_PASSWORD: 'unused-admin-password' };
-  const service = start(['--import', 'tsx', 'src/main.ts'], serviceEnv, 'data/bench-service.log'); // request logs as in production
+  const service = start(SERVICE, serviceEnv, 'data/bench-service.log'); // request logs as in production
   const startupMs = await waitFor(`http://127.0.0.1:${PORT}/health`);
   log(`Start-up to /health: ${Math.round(startupMs)} ms`);
   const floor = start(['--import', 'tsx', 'scripts/bench-floor.ts', RUN, String(FLOOR_PORT)], {}, 'data/bench-floor.log');
@@ -350,7 +350,7 @@ async function main(): Promise<void> {
   const emptyDb = openDatabase(EMPTY);
   createUserRepository(emptyDb).insertUser({ email: EMAIL, fullName: 'Bench', role: 'admin', passwordHash: await hashPassword(PASSWORD) }, new Date());
   emptyDb.close();
-  const emptyService = start(['--import', 'tsx', 'src/main.ts'], { ...serviceEnv, DATABASE_PATH: EMPTY }, 'data/bench-service-empty.log');
+  const emptyService = start(SERVICE, { ...serviceEnv, DATABASE_PATH: EMPTY }, 'data/bench-service-empty.log');
   await waitFor(`http://127.0.0.1:${PORT}/health`);
   const emptyToken = ((await (await fetch(api('/v1/auth/sign-in'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: EMAIL, password: PASSWORD }) })).json()) as { accessToken: string }).accessToken;
   const edited = await fetch(api('/v1/customers'), {

@@ -207,9 +207,9 @@ interface Child {
   stderr: () => string;
 }
 
-/** Starts src/main.ts on a free port with `env`, collecting its JSON log lines. */
+/** Starts the service as `npm start` does, on a free port with `env`, collecting its JSON log lines. */
 function launch(env: Record<string, string>): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, ['scripts/start.js'], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ADMIN_PASSWORD: 'backup-admin-password', ...env },
   });

@@ -18,10 +18,10 @@ interface Started {
 }
 
 function launch(env: Record<string, string>): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, LOG_LEVEL: 'info', ...env } });
+  return spawn(process.execPath, ['scripts/start.js'], { env: { ...process.env, LOG_LEVEL: 'info', ...env } });
 }
 
-/** Starts src/main.ts on a free port and waits for its "listening" log line. */
+/** Starts the service as `npm start` does, on a free port, and waits for its "listening" log line. */
 async function start(env: Record<string, string>): Promise<Started> {
   const child = launch({ PORT: '0', ...env });
   let err = '';
@@ -152,7 +152,7 @@ test('a busy port stops npm start with one line naming PORT, exit 2, and no firs
   const busy = await occupyPort();
   try {
     const database = join(dir, 'busy.db');
-    const { code, stderr } = await runToExit(['--import', 'tsx', 'src/main.ts'], { DATABASE_PATH: database, PORT: String(busy.port) });
+    const { code, stderr } = await runToExit(['scripts/start.js'], { DATABASE_PATH: database, PORT: String(busy.port) });
     assert.equal(code, 2);
     assert.equal(stderr.trim(), `Configuration error: PORT: port ${busy.port} on 127.0.0.1 is already in use; set PORT to a free port`);
     const { openDatabase } = await import('../src/db/database.ts');
@@ -193,4 +193,34 @@ test('the start-up log line names the model provider and model, never the key', 
   assert.equal(listening.llmModel, 'gpt-test-mini');
   assert.equal(listening.llmBaseUrl, 'http://127.0.0.1:9/v1');
   assert.doesNotMatch(service.stdout() + service.stderr(), /sk-very-secret-key|hunter2/);
+});
+
+test('npm start runs the service built into one module: its console, schema and import threads resolve beside the sources, and the threads are built too', async () => {
+  const service = await start({ DATABASE_PATH: join(dir, 'built.db'), ADMIN_PASSWORD: 'built-admin-password' });
+  try {
+    const page = await fetch(`${service.url}/`, { headers: { accept: 'text/html' } });
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /<html/i);
+    const signIn = await fetch(`${service.url}/v1/auth/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'admin@example.com', password: 'built-admin-password' }),
+    });
+    const { accessToken } = (await signIn.json()) as { accessToken: string };
+    const auth = { authorization: `Bearer ${accessToken}` };
+    const csv = 'email,name,country,total_amount_spent,total_transactions,last_activity_date,status\nada@example.com,Ada,Norway,10.50,2,2026-01-02,active\n';
+    const accepted = await fetch(`${service.url}/v1/customers/imports`, { method: 'POST', headers: { ...auth, 'content-type': 'text/csv' }, body: csv });
+    assert.equal(accepted.status, 202);
+    const { id } = (await accepted.json()) as { id: string };
+    let job: { status: string; imported: number };
+    // Another process: its job's end shows only in its answers.
+    do job = (await (await fetch(`${service.url}/v1/customers/imports/${id}`, { headers: auth })).json()) as typeof job;
+    while (job.status === 'running');
+    assert.deepEqual({ status: job.status, imported: job.imported }, { status: 'completed', imported: 1 });
+    // Neither the service nor the job's threads (writer, parser) fell back to tsx's loader.
+    assert.doesNotMatch(service.stderr(), /Could not build/);
+  } finally {
+    service.child.kill('SIGTERM');
+    await service.exited;
+  }
 });

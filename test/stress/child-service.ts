@@ -1,4 +1,4 @@
-// The real service (`node --import tsx src/main.ts`) as a child process for the stress tests: started on a free
+// The real service (`node scripts/start.js`, as `npm start` runs it) as a child process for the stress tests: started on a free
 // port, ready once it logs "listening", killed or stopped on demand; and a small HTTP client bounded in time.
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
@@ -42,7 +42,7 @@ export function spawnScript(file: string, args: string[], env: Record<string, st
 
 /** Starts the service on a free port of 127.0.0.1 and resolves once it logs that it listens; rejects if it exits first. */
 export async function launchService(env: Record<string, string>, timeoutMs = 30_000): Promise<ChildService> {
-  const child = spawnScript('src/main.ts', [], { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ADMIN_PASSWORD, ...env });
+  const child = spawn(process.execPath, ['scripts/start.js'], { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ADMIN_PASSWORD, ...env } });
   let err = '';
   child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
   const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
