@@ -660,6 +660,30 @@ describe('segments: the matching engine follows customer writes', () => {
     assert.equal(await testland(), 2);
   });
 
+  test('ids beyond 32 bits are matched, updated and deleted like any other', async () => {
+    const wide = await startService({ env: ENV });
+    try {
+      const token = await wide.tokenFor('marketing_lead');
+      const small = await createCustomer(wide, token, { country: 'Narrowland', totalTransactions: 1 });
+      // AUTOINCREMENT goes on from the highest id handed out: the next customers get ids above 2^32.
+      wide.db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'customers'").run(2 ** 32 + 5);
+      const big = await createCustomer(wide, token, { country: 'Wideland', totalTransactions: 2 });
+      assert.equal(big, String(2 ** 32 + 6));
+      await importRows(wide, token, [row({ country: 'Wideland', totalTransactions: 3 })]);
+      assert.equal(await preview(wide, token, [country('Wideland')]), 2);
+      assert.equal(await preview(wide, token, [tx('gte', 1)]), 3);
+      const patched = await wide.request('PATCH', `/v1/customers/${big}`, { token, body: { country: 'Narrowland' } });
+      assert.equal(patched.status, 200, patched.text);
+      assert.equal(await preview(wide, token, [country('Narrowland')]), 2);
+      assert.equal((await wide.request('DELETE', `/v1/customers/${big}`, { token })).status, 200);
+      assert.equal((await wide.request('DELETE', `/v1/customers/${small}`, { token })).status, 200);
+      assert.equal(await preview(wide, token, [country('Narrowland')]), 0);
+      assert.equal(await preview(wide, token, [tx('gte', 1)]), 1);
+    } finally {
+      await wide.close();
+    }
+  });
+
   test('customers inserted by another process are noticed: the next preview counts them', async () => {
     const before = await preview(service, lead, [tx('gte', 0)]);
     assert.equal(await preview(service, lead, [country('Elsewhere')]), 0);

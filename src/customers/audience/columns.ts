@@ -19,7 +19,8 @@ interface Range {
  */
 export class AudienceColumns {
   private size = 0;
-  private ids = new Float64Array(0);
+  /** 4 bytes a row while every id fits 32 bits; widened to 8 the day one does not. */
+  private ids: Uint32Array | Float64Array = new Uint32Array(0);
   private country = new Int32Array(0);
   private transactions = new Float64Array(0);
   private cents = new Float64Array(0);
@@ -41,6 +42,7 @@ export class AudienceColumns {
   /** Adds a row with an id above every stored one. */
   append(id: number, key: string, transactions: number, cents: number, lastActivityAt: number): void {
     if (this.size === this.ids.length) this.allocate(Math.max(1024, this.size * 2));
+    if (id > 0xffff_ffff && this.ids instanceof Uint32Array) this.ids = Float64Array.from(this.ids);
     this.ids[this.size] = id;
     this.write(this.size, key, transactions, cents, lastActivityAt);
     this.addToCountry(this.country[this.size]!, this.size);
@@ -169,12 +171,12 @@ export class AudienceColumns {
   }
 
   private allocate(capacity: number): void {
-    const grow = <T extends Float64Array | Int32Array>(old: T, make: (n: number) => T): T => {
+    const grow = <T extends Float64Array | Int32Array | Uint32Array>(old: T, make: (n: number) => T): T => {
       const next = make(capacity);
       next.set(old.subarray(0, Math.min(this.size, capacity)));
       return next;
     };
-    this.ids = grow(this.ids, (n) => new Float64Array(n));
+    this.ids = grow(this.ids, (n) => (this.ids instanceof Uint32Array ? new Uint32Array(n) : new Float64Array(n)));
     this.country = grow(this.country, (n) => new Int32Array(n));
     this.transactions = grow(this.transactions, (n) => new Float64Array(n));
     this.cents = grow(this.cents, (n) => new Float64Array(n));
