@@ -14,8 +14,8 @@ export interface Load {
   non2xx: number;
 }
 
-/** The service's command line as `npm start` runs it. */
-export const SERVICE = ['scripts/start.js'];
+/** The service's command line as `npm start` runs it: its Node flags and script, read from package.json. */
+export const SERVICE = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start.split(' ').slice(1);
 
 /**
  * Starts `node <command>` with stdout in `logFile`: a pipe the benchmark did not read would stall it when full.

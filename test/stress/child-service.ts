@@ -1,10 +1,14 @@
-// The real service (`node scripts/start.js`, as `npm start` runs it) as a child process for the stress tests: started on a free
-// port, ready once it logs "listening", killed or stopped on demand; and a small HTTP client bounded in time.
+// The real service, started as `npm start` starts it, as a child process for the stress tests: started on a free port,
+// ready once it logs "listening", killed or stopped on demand; and a small HTTP client bounded in time.
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** `npm start`'s command line after `node` (its flags and script), from package.json. */
+const START = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start.split(' ').slice(1);
 
 export const ADMIN_EMAIL = 'admin@example.com';
 export const ADMIN_PASSWORD = 'stress-admin-password';
@@ -42,7 +46,7 @@ export function spawnScript(file: string, args: string[], env: Record<string, st
 
 /** Starts the service on a free port of 127.0.0.1 and resolves once it logs that it listens; rejects if it exits first. */
 export async function launchService(env: Record<string, string>, timeoutMs = 30_000): Promise<ChildService> {
-  const child = spawn(process.execPath, ['scripts/start.js'], { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ADMIN_PASSWORD, ...env } });
+  const child = spawn(process.execPath, START, { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ADMIN_PASSWORD, ...env } });
   let err = '';
   child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
   const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));

@@ -43,10 +43,11 @@ const GAP_MS = 30;
 /** Transactions start once this many parsed rows wait (or the file has ended), so none is small for want of rows. */
 const READY_ROWS = 2_000;
 /**
- * The parser's heap: a small young generation, and an old generation capped well above what it holds (two windows of
- * packed rows, at most about 35 MB), which makes V8 collect its garbage sooner instead of growing by tens of MB.
+ * The parser's heap: a small young generation, and an old generation capped above what it holds (two windows of
+ * packed rows, at most about 16 MB of one-byte text, and the rows being parsed), which makes V8 collect its garbage
+ * sooner instead of growing by tens of MB.
  */
-const PARSER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 96 };
+const PARSER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 };
 /** Parsed batches asked for ahead of the writer, so parsing never waits for a commit nor runs far ahead of it. */
 const BATCHES_AHEAD = 6;
 

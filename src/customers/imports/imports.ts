@@ -132,12 +132,17 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
     checkpointer.postMessage('checkpoint');
   };
 
-  const stopThreads = () => {
-    writer?.postMessage('stop');
+  /** Stops the checkpointer thread after the checkpoint it may be running; the next checkpoint starts another. */
+  const stopCheckpointer = () => {
     checkpointer?.postMessage('stop');
-    writer = undefined;
     checkpointer = undefined;
     checkpointing = 'idle';
+  };
+
+  const stopThreads = () => {
+    writer?.postMessage('stop');
+    writer = undefined;
+    stopCheckpointer();
     if (db.open) db.pragma('wal_autocheckpoint = 1000');
   };
 
@@ -200,6 +205,8 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
         return;
       }
       const thread = writerThread();
+      // During a job the writer checkpoints itself: the checkpointer's heap (about 10 MB) waits for the job's end.
+      stopCheckpointer();
       job = { seq: toRun.seq, onEnd, reported: feed.beginWriteElsewhere(), thread };
       thread.postMessage({ type: 'job', job: toRun, path });
     },
