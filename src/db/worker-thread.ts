@@ -40,17 +40,85 @@ export function startWorkerThread(entry: URL, workerData: unknown, transferList:
 
 interface Esbuild {
   buildSync(options: Record<string, unknown>): { outputFiles: { text: string }[] };
+  build(options: Record<string, unknown>): Promise<{ outputFiles: { text: string }[] }>;
   /** Ends esbuild's helper process (and its pipes); a later call starts a new one. */
   stop(): void;
 }
 
-/** Bundles built by this thread, by entry. */
+/** Bundles built by this thread, by entry: the module's URL, or undefined when it could not be built. */
 const bundles = new Map<string, URL | undefined>();
+/** Entries whose bundle is being built in the background (prepareThreads). */
+const building = new Set<string>();
+
+/** esbuild's options for one entry: everything it imports but packages, in one ES module. */
+function buildOptions(entry: URL): Record<string, unknown> {
+  return {
+    entryPoints: [fileURLToPath(entry)],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    write: false,
+    logLevel: 'silent',
+    // Every module of the bundle sees the entry's URL: paths next to the entry resolve as they did.
+    define: { 'import.meta.url': JSON.stringify(entry.href) },
+  };
+}
 
 /**
- * Returns the entry built into one ES module (packages left as imports) in node_modules/.cache/campaign-threads/,
- * named by its content so processes building at once write the same file; undefined when esbuild is not there.
+ * Writes a built entry in node_modules/.cache/campaign-threads/ (inside node_modules, so the packages it imports
+ * resolve from the project's), named by its content so processes building at once write the same file.
  */
+function writeBundle(entry: URL, text: string, require: NodeJS.Require): URL {
+  const folder = join(dirname(require.resolve('esbuild/package.json')), '..', '.cache', 'campaign-threads');
+  const name = `${entry.pathname.split('/').pop()!.replace(/\.ts$/, '')}-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.mjs`;
+  mkdirSync(folder, { recursive: true });
+  const file = join(folder, name);
+  const partial = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.partial`;
+  writeFileSync(partial, text);
+  renameSync(partial, file);
+  return pathToFileURL(file);
+}
+
+function cannotBuild(entry: URL, error: unknown): undefined {
+  // Still runs, through tsx's loader: slower to start, and about 25 MB more, which deserves a line in the log.
+  process.stderr.write(`Could not build ${entry.pathname} into one module (${error instanceof Error ? error.message.split('\n').slice(0, 2).join(' ') : String(error)}); its thread runs through tsx's loader.\n`);
+  return undefined;
+}
+
+/**
+ * Builds the bundles of these thread entries in the background (esbuild works in a process of its own), so that
+ * starting their threads later does not stop the event loop for a build (tens of milliseconds each, more on a busy
+ * machine). Under tsx only; a thread started before its build ends builds it at once, as without this.
+ */
+export function prepareThreads(entries: URL[]): void {
+  const wanted = entries.filter((entry) => entry.pathname.endsWith('.ts') && !bundles.has(entry.href) && !building.has(entry.href));
+  if (wanted.length === 0) return;
+  let esbuild: Esbuild;
+  let require: NodeJS.Require;
+  try {
+    require = createRequire(wanted[0]!);
+    esbuild = require('esbuild') as Esbuild;
+  } catch {
+    return; // startWorkerThread reports it, if a thread is started
+  }
+  for (const entry of wanted) building.add(entry.href);
+  void Promise.allSettled(
+    wanted.map(async (entry) => {
+      try {
+        const { outputFiles } = await esbuild.build(buildOptions(entry));
+        if (!bundles.has(entry.href)) bundles.set(entry.href, writeBundle(entry, outputFiles[0]!.text, require));
+      } catch {
+        // Left to startWorkerThread, which builds it at once (and reports it if it cannot).
+      } finally {
+        building.delete(entry.href);
+      }
+    }),
+  ).then(() => esbuild.stop());
+}
+
+/** Returns the entry built into one ES module; undefined when it cannot be built. */
 function bundled(entry: URL): URL | undefined {
   if (bundles.has(entry.href)) return bundles.get(entry.href);
   let url: URL | undefined;
@@ -58,32 +126,10 @@ function bundled(entry: URL): URL | undefined {
   try {
     const require = createRequire(entry);
     esbuild = require('esbuild') as Esbuild;
-    const [output] = esbuild.buildSync({
-      entryPoints: [fileURLToPath(entry)],
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      packages: 'external',
-      write: false,
-      logLevel: 'silent',
-      // Every module of the bundle sees the entry's URL: paths next to the entry resolve as they did.
-      define: { 'import.meta.url': JSON.stringify(entry.href) },
-    }).outputFiles;
-    const text = output!.text;
-    // Inside node_modules, so the packages the bundle imports resolve from the project's node_modules.
-    const folder = join(dirname(require.resolve('esbuild/package.json')), '..', '.cache', 'campaign-threads');
-    const name = `${entry.pathname.split('/').pop()!.replace(/\.ts$/, '')}-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.mjs`;
-    mkdirSync(folder, { recursive: true });
-    const file = join(folder, name);
-    const partial = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.partial`;
-    writeFileSync(partial, text);
-    renameSync(partial, file);
-    url = pathToFileURL(file);
+    const [output] = esbuild.buildSync(buildOptions(entry)).outputFiles;
+    url = writeBundle(entry, output!.text, require);
   } catch (error) {
-    // Still runs, through tsx's loader: slower to start, and about 25 MB more, which deserves a line in the log.
-    process.stderr.write(`Could not build ${entry.pathname} into one module (${error instanceof Error ? error.message.split('\n').slice(0, 2).join(' ') : String(error)}); its thread runs through tsx's loader.\n`);
-    url = undefined;
+    url = cannotBuild(entry, error);
   } finally {
     // Its helper process would otherwise live as long as the service, with memory no RSS of ours shows.
     esbuild?.stop();
