@@ -1,7 +1,7 @@
 // The four matchable customer fields held in memory as columns (typed arrays, in id order), each country with the
 // list of its rows, and the count of the rows within a set of bounds. Kept by audience-index.ts.
 import type { Bounds } from '../../domain/segments.ts';
-import type { StoredCustomer } from '../store/rows.ts';
+import type { CustomerFacts } from '../store/rows.ts';
 
 /** Rows sampled to order the range checks, most selective first. */
 const SAMPLE = 512;
@@ -50,7 +50,7 @@ export class AudienceColumns {
   }
 
   /** Overwrites a known id or appends a new highest one; returns false for an unexpected id (then refill). */
-  upsert(c: StoredCustomer): boolean {
+  upsert(c: CustomerFacts): boolean {
     const at = this.find(c.id);
     if (at >= 0) {
       const before = this.country[at]!;

@@ -8,16 +8,19 @@ import type { CustomerChangeFeed } from '../change-feed.ts';
 import { runCsvJob, type JobCommit } from './csv-job.ts';
 import { createImportQueue, type ImportReply } from './group-commit.ts';
 import { jobProgressWriter, type JobToRun } from './job-store.ts';
-import type { CustomerChange, StoredCustomer } from '../store/rows.ts';
+import { insertionsOf, type CustomerChange, type StoredCustomer } from '../store/rows.ts';
 import type { CustomerWrites } from '../store/writes.ts';
 import { WriteTurns, writeTurnsOf, type Db } from '../../db/database.ts';
-import { startWorkerThread } from '../../db/worker-thread.ts';
+import { prepareThreads, startWorkerThread } from '../../db/worker-thread.ts';
 
 /**
  * The writer's heap: a small young generation, and an old generation capped well above what it holds (the batches of
  * a job ahead of it, one transaction's rows, the import requests queued), which makes V8 collect its garbage sooner.
  */
 const WRITER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 128 };
+
+const WRITER_THREAD = new URL('./writer.thread.ts', import.meta.url);
+const CHECKPOINTER_THREAD = new URL('./checkpointer.thread.ts', import.meta.url);
 
 /** The threads stop after this long without work, and start again with the next import. */
 const IDLE_MS = 10_000;
@@ -63,7 +66,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
   let idle: NodeJS.Timeout | undefined;
   let job: RunningJob | undefined;
 
-  const publishJobCommit = ({ generation, stored }: JobCommit) => feed.publish(stored.map((after) => ({ before: undefined, after })), generation);
+  const publishJobCommit = ({ generation, inserted }: JobCommit) => feed.publish(insertionsOf(inserted), generation);
   const endJob = (status: JobEnd) => {
     const ended = job;
     job = undefined;
@@ -111,7 +114,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       return;
     }
     if (!checkpointer) {
-      const thread = startWorkerThread(new URL('./checkpointer.thread.ts', import.meta.url), { path: db.name }, [], { bundle: true });
+      const thread = startWorkerThread(CHECKPOINTER_THREAD, { path: db.name }, [], { bundle: true });
       thread.on('message', () => {
         if (checkpointer !== thread) return;
         const again = checkpointing === 'again';
@@ -148,6 +151,8 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
 
   // An in-memory database has no second connection: its imports are grouped on this one.
   const local = db.memory ? createImportQueue(writes, receive) : undefined;
+  // The first import does not wait on the event loop for these threads' modules to be built.
+  if (!local) prepareThreads([WRITER_THREAD, CHECKPOINTER_THREAD]);
   // The write turns of this connection, shared with the writer thread (db/database.ts).
   const shared = writeTurnsOf(db);
   const turns = shared && new WriteTurns(shared);
@@ -158,7 +163,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       writer.ref();
       return writer;
     }
-    const thread = startWorkerThread(new URL('./writer.thread.ts', import.meta.url), { path: db.name, cacheMiB: writerCacheMiB, turns: shared }, [], { resourceLimits: WRITER_LIMITS, bundle: true });
+    const thread = startWorkerThread(WRITER_THREAD, { path: db.name, cacheMiB: writerCacheMiB, turns: shared }, [], { resourceLimits: WRITER_LIMITS, bundle: true });
     db.pragma('wal_autocheckpoint = 0');
     thread.on('message', (message: WriterMessage) => {
       if (message === 'checkpoint') checkpoint();

@@ -3,7 +3,7 @@
 // imports.ts with `workerData.path`; posts each transaction's ImportReply, and 'checkpoint' when the log
 // has grown enough for the checkpointer thread to copy it into the database.
 import { parentPort, workerData } from 'node:worker_threads';
-import { runCsvJob } from './csv-job.ts';
+import { prepareParser, runCsvJob } from './csv-job.ts';
 import { createImportQueue, type ImportRequest } from './group-commit.ts';
 import type { WriterMessage } from './imports.ts';
 import { jobProgressWriter, type JobToRun } from './job-store.ts';
@@ -27,8 +27,12 @@ const db = openWriterConnection(path, cacheMiB);
 const turns = new WriteTurns(sharedTurns);
 // The checkpointer thread checkpoints after JSON imports, this thread itself during CSV jobs; a commit never does.
 db.pragma('wal_autocheckpoint = 0');
-// After a checkpoint lets the log start over, a log file grown by a long import is cut back to 64 MiB.
-db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+// After a checkpoint lets the log start over, a log file grown by a long import is cut back to 64 MiB, by the next
+// transaction of this connection. Not during a job: its log restarts every JOB_CHECKPOINT_ROWS and grows back at once,
+// and cutting hundreds of MB out of the file (the pages the system caches for it too) held the lock for up to
+// a few hundred milliseconds while writes of the service waited.
+const JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024;
+db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT}`);
 // A writer of the service holds the lock for a moment only; this thread waits for it as long as openDatabase does.
 const BUSY_TIMEOUT_MS = 5000;
 
@@ -54,6 +58,7 @@ const queue = createImportQueue(writes, (reply) => {
   wrote(reply.results.reduce((rows, result) => rows + ('ids' in result ? result.ids.length : 0), 0));
 });
 const progress = jobProgressWriter(db);
+prepareParser();
 
 /**
  * A job writes faster than the checkpointer thread can copy the log back, and a log is started over only when it
@@ -87,13 +92,17 @@ const checkpointDuringJob = () => {
 async function runJob(job: JobToRun, path: string): Promise<void> {
   let rowsSinceCheckpoint = 0;
   const onCommit: Parameters<typeof runCsvJob>[2]['onCommit'] = (commit) => {
-    post({ type: 'job-commit', ...commit });
-    rowsSinceCheckpoint += commit.stored.length;
+    const { ids, transactions, cents, lastActivityAt } = commit.inserted;
+    const buffers = [ids, transactions, cents, lastActivityAt].map((column) => column.buffer as ArrayBuffer);
+    port.postMessage({ type: 'job-commit', ...commit } satisfies WriterMessage, buffers);
+    rowsSinceCheckpoint += ids.length;
     if (rowsSinceCheckpoint < JOB_CHECKPOINT_ROWS) return;
     rowsSinceCheckpoint = 0;
     checkpointDuringJob();
   };
+  db.pragma('journal_size_limit = -1');
   const status = await runCsvJob(job, path, { writes, progress, onCommit, turns }).catch(() => 'failed' as const);
+  db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT}`);
   post({ type: 'job-end', seq: job.seq, status });
   // What the job wrote since its last checkpoint (up to JOB_CHECKPOINT_ROWS rows) is copied by the checkpointer
   // thread, not later by a commit of the service's connection on the event loop.
