@@ -399,7 +399,8 @@ async function main(): Promise<void> {
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
   const jobLine = (where: string, job: JobLoad) =>
     `CSV import job of ${job.rows.toLocaleString('en')} rows ${where}: ${Math.round(job.rowsPerSecond).toLocaleString('en')} rows/s upload to completed; ` +
-    `other requests meanwhile waited at most ${Math.round(job.othersWorstMs)} ms (p99 ${Math.round(job.othersP99Ms)} ms).`;
+    `other requests meanwhile (KPI reads back to back, an edit every ${job.editEveryMs} ms) waited at most ${Math.round(job.othersWorstMs)} ms ` +
+    `(p99 ${Math.round(job.othersP99Ms)} ms; edits at most ${Math.round(job.edits.worstMs)} ms).`;
   const table = [
     `Benchmark on ${report.machine.cpus} cores (${report.machine.cpuModel}), Node ${report.machine.node}, ${base.toLocaleString('en')} customers`,
     '',
