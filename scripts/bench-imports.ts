@@ -1,5 +1,5 @@
-// The benchmark's CSV import jobs: a file uploaded as one job, followed to its end, while one client reads the KPIs
-// and another edits a customer, to measure how long other requests wait meanwhile.
+// The benchmark's CSV import jobs: a file uploaded as one job, followed to its end, while another client reads the
+// KPIs and edits a customer in turn, to measure how long other requests wait meanwhile.
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
@@ -11,9 +11,7 @@ export interface JobLoad {
   /** From the start of the upload to the job's `completed`, rows per second. */
   rowsPerSecond: number;
   uploadMs: number;
-  /** How often the editing client changed a customer meanwhile, ms (0: back to back). */
-  editEveryMs: number;
-  /** Other requests (KPI reads back to back, customer edits) while the job ran: worst and p99 wait, ms. */
+  /** Other requests (a KPI read and a customer edit in turn, one at a time) while the job ran: worst and p99 wait, ms. */
   othersWorstMs: number;
   othersP99Ms: number;
   othersSamples: number;
@@ -21,22 +19,14 @@ export interface JobLoad {
   edits: { worstMs: number; p99Ms: number; samples: number };
 }
 
-/**
- * The load beside a job: one client reads the KPIs back to back, another edits a customer ten times a second (far
- * more than a marketing team types; each edit makes the job's transaction commit early, as a write waits for none).
- * Into a base of a million the job's speed barely depends on it: 19,400 rows/s with an edit a second, 19,000-21,000
- * with edits back to back (`--edit-every-ms 0` of bench:imports).
- */
-export const EDIT_EVERY_MS = 100;
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Uploads `file` (`rows` rows) to the service at `base` as a CSV import job and follows it to its end, while one
- * client reads GET /v1/customers/kpis back to back and another sends PATCH /v1/customers/{editId} every
- * `editEveryMs`. Throws unless every row is imported.
+ * client sends GET /v1/customers/kpis and PATCH /v1/customers/{editId} in turn, 5 ms apart (an edit about every 15 ms:
+ * each one makes the job's transaction commit early, as a write waits for none). Throws unless every row is imported.
  */
-export async function csvJobLoad(base: string, token: string, file: string, rows: number, editId: string, editEveryMs = EDIT_EVERY_MS): Promise<JobLoad> {
+export async function csvJobLoad(base: string, token: string, file: string, rows: number, editId: string): Promise<JobLoad> {
   const auth = { authorization: `Bearer ${token}` };
   const fileBytes = (await stat(file)).size;
   let running = true;
@@ -55,25 +45,21 @@ export async function csvJobLoad(base: string, token: string, file: string, rows
     if (waited > worst.ms) Object.assign(worst, { ms: waited, at: started - begun, what });
     return waited;
   };
-  const reads = async () => {
-    while (running) {
-      await timed('KPI read', readWaits, () => fetch(`${base}/v1/customers/kpis`, { headers: auth }));
+  const others = (async () => {
+    for (let i = 0; running; i++) {
+      if (i % 2 === 0) await timed('KPI read', readWaits, () => fetch(`${base}/v1/customers/kpis`, { headers: auth }));
+      else {
+        await timed('edit', editWaits, () =>
+          fetch(`${base}/v1/customers/${editId}`, {
+            method: 'PATCH',
+            headers: { ...auth, 'content-type': 'application/json' },
+            body: JSON.stringify({ totalTransactions: i }),
+          }),
+        );
+      }
       await sleep(5);
     }
-  };
-  const edits = async () => {
-    for (let i = 0; running; i++) {
-      const waited = await timed('edit', editWaits, () =>
-        fetch(`${base}/v1/customers/${editId}`, {
-          method: 'PATCH',
-          headers: { ...auth, 'content-type': 'application/json' },
-          body: JSON.stringify({ totalTransactions: i }),
-        }),
-      );
-      await sleep(Math.max(5, editEveryMs - waited));
-    }
-  };
-  const others = Promise.all([reads(), edits()]);
+  })();
   const started = performance.now();
   begun = started;
   // Streamed from the file: a body sent from memory in one piece keeps this process (and the two clients timing the
@@ -104,7 +90,6 @@ export async function csvJobLoad(base: string, token: string, file: string, rows
     fileMb: fileBytes / 1e6,
     rowsPerSecond: rows / seconds,
     uploadMs,
-    editEveryMs,
     othersWorstMs: Math.max(...waits),
     othersP99Ms: percentile(waits, 0.99),
     othersSamples: waits.length,
@@ -114,8 +99,8 @@ export async function csvJobLoad(base: string, token: string, file: string, rows
   log(
     `  CSV job of ${rows.toLocaleString('en')} rows (${result.fileMb.toFixed(0)} MB): ${Math.round(result.rowsPerSecond).toLocaleString('en')} rows/s upload to completed ` +
       `(upload ${Math.round(uploadMs)} ms); other requests meanwhile: worst ${Math.round(result.othersWorstMs)} ms, p99 ${Math.round(result.othersP99Ms)} ms over ${waits.length} ` +
-      `(KPI reads back to back: worst ${Math.round(result.reads.worstMs)} ms, p99 ${Math.round(result.reads.p99Ms)} ms; ` +
-      `edits ${editEveryMs ? `every ${editEveryMs} ms` : 'back to back'}: worst ${Math.round(result.edits.worstMs)} ms, p99 ${Math.round(result.edits.p99Ms)} ms over ${editWaits.length}; ` +
+      `(KPI reads worst ${Math.round(result.reads.worstMs)} ms, p99 ${Math.round(result.reads.p99Ms)} ms; ` +
+      `edits worst ${Math.round(result.edits.worstMs)} ms, p99 ${Math.round(result.edits.p99Ms)} ms over ${editWaits.length}; ` +
       `the worst, a ${worst.what}, began ${Math.round(worst.at)} ms after the upload began)`,
   );
   return result;
@@ -195,15 +180,14 @@ export function sampleRss(pid: number): { stop(): number; peak(): number } {
 }
 
 /**
- * `tsx scripts/bench-imports.ts [--customers N] [--rows N] [--only full|empty] [--warm] [--edit-every-ms N]`: the CSV
+ * `tsx scripts/bench-imports.ts [--customers N] [--rows N] [--only full|empty] [--warm]`: the CSV
  * import job part of `npm run bench` alone. A job of `--rows` rows (a million unless said) into a copy of
  * data/bench-<N>.db (which `npm run bench` seeds), then into an empty base, each on a service started as `npm start`
  * would; with `--warm` the service on the full base first serves the loads that fill its memory in the whole bench
- * (list and search requests, 60 JSON imports of 1000 rows from 4 clients, an export of every customer). Meanwhile a
- * customer is edited every `--edit-every-ms` (EDIT_EVERY_MS unless said; 0 for back to back). Prints rows/s, the waits
- * of other requests and the service's peak RSS (VmHWM) for each, and the figures as JSON on stdout. The CSV files are
- * written once (data/bench-imports-<full|empty>-<rows>.csv) and kept for later runs; `BENCH_RSS_TRACE=1` logs the RSS
- * every 2 s.
+ * (list and search requests, 60 JSON imports of 1000 rows from 4 clients, an export of every customer). Prints
+ * rows/s, the waits of other requests and the service's peak RSS (VmHWM) for each, and the figures as JSON on stdout.
+ * The CSV files are written once (data/bench-imports-<full|empty>-<rows>.csv) and kept for later runs (`npm run bench`
+ * uses the same files); `BENCH_RSS_TRACE=1` logs the RSS every 2 s.
  */
 async function main(): Promise<void> {
   const { parseArgs } = await import('node:util');
@@ -222,7 +206,6 @@ async function main(): Promise<void> {
       only: { type: 'string' },
       warm: { type: 'boolean', default: false },
       port: { type: 'string', default: '3921' },
-      'edit-every-ms': { type: 'string', default: String(EDIT_EVERY_MS) },
     },
   });
   const rows = Number(values.rows);
@@ -296,7 +279,7 @@ async function main(): Promise<void> {
         editId = ((await edited.json()) as { id: string }).id;
       }
       const before = rss.peak();
-      const job = await csvJobLoad(base, token, file, rows, editId, Number(values['edit-every-ms']));
+      const job = await csvJobLoad(base, token, file, rows, editId);
       const peak = Math.max(rss.stop(), rssMb(service.pid!, 'VmHWM'));
       log(`  ${name}: peak RSS ${Math.round(peak)} MB (${Math.round(before)} MB before the job)`);
       figures[name] = { ...job, peakRssMb: peak, rssBeforeJobMb: before };
