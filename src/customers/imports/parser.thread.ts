@@ -19,12 +19,12 @@ import { rowChecker } from './row-check.ts';
  * Rows per window sorted by email: the more, the narrower each batch's range of emails (and the more memory). The
  * first windows are smaller, so the writer starts soon.
  */
-const WINDOW_ROWS = 40_000;
+const WINDOW_ROWS = 80_000;
 const FIRST_WINDOW_ROWS = 10_000;
 /** Rows per batch posted to the writer. */
 const BATCH_ROWS = 5_000;
 /** A window also ends at this many characters of packed rows, so long rows cannot make it large. */
-const WINDOW_CHARS = 4_000_000;
+const WINDOW_CHARS = 8_000_000;
 /**
  * Parsing goes on while less than a window waits to be posted (so the next window is ready when the writer has
  * taken the last): at most about two windows of rows are held here.
