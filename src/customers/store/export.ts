@@ -1,10 +1,10 @@
-// The customers within a segment's bounds, read for a download: in id order, one window of ids per statement on the
-// main connection, at most ROWS_PER_STEP rows each. Each step is one short statement, so a caller that lets the event
+// The customers within a segment's bounds, read for a download: in id order, one window of ids per statement on a
+// connection of the export's own, at most ROWS_PER_STEP rows each. Each step is one short statement, so a caller that lets the event
 // loop turn between steps keeps every other request served, and a selective segment never scans the whole table in one
 // go. Knows no HTTP.
 import type { Bounds } from '../../domain/segments.ts';
 import type { CustomerStatus } from '../../domain/customers.ts';
-import type { Db } from '../../db/database.ts';
+import { openReadConnection, type Db } from '../../db/database.ts';
 
 /** One exported customer, as stored: id, email, name, country, status, amount in cents, transactions, last activity (epoch ms). */
 export type ExportRow = [id: number, email: string, name: string, country: string, status: CustomerStatus, amountCents: number, totalTransactions: number, lastActivityAt: number];
@@ -27,8 +27,8 @@ const SLOW_MS = 12;
 /** Stored values are safe integers; an open bound becomes a finite number SQLite compares with them. */
 const finite = (n: number) => Math.min(Number.MAX_VALUE, Math.max(-Number.MAX_VALUE, n));
 
-/** Returns the reader of customers within bounds, its statements prepared now. */
-export function createCustomerExport(db: Db) {
+/** The statements of one export, prepared on the connection it reads through. */
+function exportStatements(db: Db) {
   // NOT INDEXED: the rowid range is the only access path, so a country or an amount never sends the planner to an
   // index that would read all of that country's customers for every window. The rowid is still used for the range.
   const window = db
@@ -45,7 +45,15 @@ export function createCustomerExport(db: Db) {
     )
     .raw();
   const lastId = db.prepare('SELECT coalesce(max(id), 0) FROM customers').pluck();
+  return { window, lastId };
+}
 
+/**
+ * Returns the reader of customers within bounds. Each export reads through a connection of its own with SQLite's
+ * small default page cache, closed when it ends: every page of the table passes through once, and through the
+ * service's connection they filled its 32 MiB cache (memory kept, and the pages other queries want pushed out).
+ */
+export function createCustomerExport(db: Db) {
   return {
     /**
      * Returns the customers within `bounds` (none for `null`) that exist when the reading starts, in id order: each
@@ -55,34 +63,44 @@ export function createCustomerExport(db: Db) {
      */
     *matchingCustomers(bounds: Bounds | null): Generator<ExportRow[], void, undefined> {
       if (!bounds) return;
-      // Ids are never reused (AUTOINCREMENT), and a write commits ids above every committed one: fixing the end now
-      // makes the reading finish even while imports go on.
-      const through = lastId.get() as number;
-      const params = {
-        after: 0,
-        through: 0,
-        countryKey: bounds.countryKey ?? null,
-        transactionsLo: finite(bounds.transactions[0]),
-        transactionsHi: finite(bounds.transactions[1]),
-        centsLo: finite(bounds.cents[0]),
-        centsHi: finite(bounds.cents[1]),
-        activityLo: finite(bounds.lastActivityAt[0]),
-        activityHi: finite(bounds.lastActivityAt[1]),
-      };
-      let size = FIRST_WINDOW;
-      while (params.after < through) {
-        params.through = Math.min(through, params.after + size);
-        const started = performance.now();
-        const rows = window.all(params) as ExportRow[];
-        const ms = performance.now() - started;
-        // A full step may have stopped short of the window's end: the next one goes on after its last row.
-        params.after = rows.length === ROWS_PER_STEP ? rows[rows.length - 1]![0] : params.through;
-        if (ms > SLOW_MS) size = Math.max(SMALLEST_WINDOW, size / 2);
-        else if (ms < FAST_MS && rows.length < FEW_ROWS) size = Math.min(LARGEST_WINDOW, size * 2);
-        yield rows;
+      const reader = db.memory ? db : openReadConnection(db);
+      try {
+        yield* windowsWithin(exportStatements(reader), bounds);
+      } finally {
+        if (reader !== db) reader.close();
       }
     },
   };
+}
+
+/** The steps of one export: each runs one statement over the next window of ids and yields what it found. */
+function* windowsWithin({ window, lastId }: ReturnType<typeof exportStatements>, bounds: Bounds): Generator<ExportRow[], void, undefined> {
+  // Ids are never reused (AUTOINCREMENT), and a write commits ids above every committed one: fixing the end now
+  // makes the reading finish even while imports go on.
+  const through = lastId.get() as number;
+  const params = {
+    after: 0,
+    through: 0,
+    countryKey: bounds.countryKey ?? null,
+    transactionsLo: finite(bounds.transactions[0]),
+    transactionsHi: finite(bounds.transactions[1]),
+    centsLo: finite(bounds.cents[0]),
+    centsHi: finite(bounds.cents[1]),
+    activityLo: finite(bounds.lastActivityAt[0]),
+    activityHi: finite(bounds.lastActivityAt[1]),
+  };
+  let size = FIRST_WINDOW;
+  while (params.after < through) {
+    params.through = Math.min(through, params.after + size);
+    const started = performance.now();
+    const rows = window.all(params) as ExportRow[];
+    const ms = performance.now() - started;
+    // A full step may have stopped short of the window's end: the next one goes on after its last row.
+    params.after = rows.length === ROWS_PER_STEP ? rows[rows.length - 1]![0] : params.through;
+    if (ms > SLOW_MS) size = Math.max(SMALLEST_WINDOW, size / 2);
+    else if (ms < FAST_MS && rows.length < FEW_ROWS) size = Math.min(LARGEST_WINDOW, size * 2);
+    yield rows;
+  }
 }
 
 export type CustomerExport = ReturnType<typeof createCustomerExport>;
