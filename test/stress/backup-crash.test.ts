@@ -74,7 +74,9 @@ test('kill -9 during a backup leaves only a partial, removed by the next backup;
   // one. Measured during the second (3.6 s after the first began), once the start-up work of the service is over.
   service = await launch('0.001');
   await waitUntil(() => finished().length > 0, 'the start-up backup finished', 30_000);
-  assert.deepEqual(partials(), [], 'the partial of the second crash was removed');
+  // Only the second crash's partial is asked about: the finished backup's own partial is its other name for an
+  // instant (linked to the final name, then removed), and the next backup may already have begun its own.
+  assert.ok(!partials().includes(second), `the partial of the second crash was removed (${list().join(', ')})`);
   let longest = 0;
   let asked = 0;
   await waitUntil(() => partials().length > 0, 'the second backup began', 30_000, 5);
