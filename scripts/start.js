@@ -7,6 +7,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { bundleOptions } from '../src/esbuild-options.js';
 
 const entry = new URL('../src/main.ts', import.meta.url);
 /** The expression `import.meta.url`, not the same words in a string (as in the threads' own build options). */
@@ -23,14 +24,7 @@ async function build() {
   const folder = join(dirname(require.resolve('esbuild/package.json')), '..', '.cache', 'campaign-service');
   try {
     const { outputFiles } = await esbuild.build({
-      entryPoints: [fileURLToPath(entry)],
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      packages: 'external',
-      write: false,
-      logLevel: 'silent',
+      ...bundleOptions(fileURLToPath(entry)),
       // A map beside the module, read only with NODE_OPTIONS=--enable-source-maps (stack traces then name the lines of
       // the TypeScript sources): Node holds every map it reads, about 15 MB for this one.
       sourcemap: 'linked',

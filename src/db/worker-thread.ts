@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
+import { bundleOptions } from '../esbuild-options.js';
 
 export interface ThreadOptions {
   /** Replaces the default limits, a young generation of 4 MB. */
@@ -52,18 +53,8 @@ const building = new Set<string>();
 
 /** esbuild's options for one entry: everything it imports but packages, in one ES module. */
 function buildOptions(entry: URL): Record<string, unknown> {
-  return {
-    entryPoints: [fileURLToPath(entry)],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    packages: 'external',
-    write: false,
-    logLevel: 'silent',
-    // Every module of the bundle sees the entry's URL: paths next to the entry resolve as they did.
-    define: { 'import.meta.url': JSON.stringify(entry.href) },
-  };
+  // Every module of the bundle sees the entry's URL: paths next to the entry resolve as they did.
+  return { ...bundleOptions(fileURLToPath(entry)), define: { 'import.meta.url': JSON.stringify(entry.href) } };
 }
 
 /**
