@@ -44,7 +44,7 @@ const askForCheckpoint = () => {
   port.postMessage('checkpoint');
 };
 
-const post = (message: WriterMessage) => port.postMessage(message);
+const post = (message: WriterMessage, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 const wrote = (rows: number) => {
   rowsSinceCheckpoint += rows;
   clearTimeout(idle);
@@ -94,7 +94,7 @@ async function runJob(job: JobToRun, path: string): Promise<void> {
   const onCommit: Parameters<typeof runCsvJob>[2]['onCommit'] = (commit) => {
     const { ids, transactions, cents, lastActivityAt } = commit.inserted;
     const buffers = [ids, transactions, cents, lastActivityAt].map((column) => column.buffer as ArrayBuffer);
-    port.postMessage({ type: 'job-commit', ...commit } satisfies WriterMessage, buffers);
+    post({ type: 'job-commit', ...commit }, buffers);
     rowsSinceCheckpoint += ids.length;
     if (rowsSinceCheckpoint < JOB_CHECKPOINT_ROWS) return;
     rowsSinceCheckpoint = 0;
