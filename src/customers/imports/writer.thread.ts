@@ -93,9 +93,10 @@ async function runJob(job: JobToRun, path: string): Promise<void> {
   let rowsSinceCheckpoint = 0;
   const onCommit: Parameters<typeof runCsvJob>[2]['onCommit'] = (commit) => {
     const { ids, transactions, cents, lastActivityAt } = commit.inserted;
+    // Counted before the post: the columns' buffers move to the service's thread with it, and read empty here after.
+    rowsSinceCheckpoint += ids.length;
     const buffers = [ids, transactions, cents, lastActivityAt].map((column) => column.buffer as ArrayBuffer);
     post({ type: 'job-commit', ...commit }, buffers);
-    rowsSinceCheckpoint += ids.length;
     if (rowsSinceCheckpoint < JOB_CHECKPOINT_ROWS) return;
     rowsSinceCheckpoint = 0;
     checkpointDuringJob();
