@@ -156,6 +156,19 @@ test('opening a database twice is harmless: the schema is applied idempotently a
   }
 });
 
+test("the search index's merge settings are stored with it, in a new database and in one opened again", () => {
+  const path = join(tempDir(), 'merge-settings.db');
+  openDatabase(path).close();
+  const db = openDatabase(path);
+  try {
+    const settings = Object.fromEntries((db.prepare('SELECT k, v FROM customer_search_config').raw().all() as [string, unknown][]).filter(([k]) => k.endsWith('merge')));
+    // 16 segments merged at a time (imports rewrite each row's trigrams less often); a whole level only at 512.
+    assert.deepEqual(settings, { automerge: 16, crisismerge: 512 });
+  } finally {
+    db.close();
+  }
+});
+
 test('a database with a newer schema version than this release refuses to open', () => {
   const path = join(tempDir(), 'future.db');
   const future = new Database(path);
