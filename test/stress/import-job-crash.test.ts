@@ -66,8 +66,10 @@ test('kill -9 mid-job: interrupted with the committed counts, aggregates exact, 
     assert.equal(kpis.totalCustomers, stored);
 
     const again = await upload(service, token, file);
-    // The writer starts the log over every JOB_CHECKPOINT_ROWS rows of a job: without that, the log holds every page
-    // each of the job's transactions wrote (gigabytes for a million rows), and its index grows in memory with it.
+    // The writer starts the log over every JOB_CHECKPOINT_ROWS (50,000) rows of a job: without that, the log holds
+    // every page each of the job's transactions wrote (gigabytes for a million rows), and its index grows in memory
+    // with it. For these 135,000 rows the log reaches about the database's size with the restarts, about twice
+    // without (0.99 and 1.87 times when this was written).
     let largestLog = 0;
     const done = await watch(service, token, again, (job) => {
       largestLog = Math.max(largestLog, statSync(`${database}-wal`, { throwIfNoEntry: false })?.size ?? 0);
@@ -79,7 +81,7 @@ test('kill -9 mid-job: interrupted with the committed counts, aggregates exact, 
     const logical = openReadOnly(database);
     const databaseBytes = (logical.pragma('page_count', { simple: true }) as number) * (logical.pragma('page_size', { simple: true }) as number);
     logical.close();
-    assert.ok(largestLog < databaseBytes, `the log reached ${largestLog} bytes during the job, for a database of ${databaseBytes}`);
+    assert.ok(largestLog < 1.4 * databaseBytes, `the log reached ${largestLog} bytes during the job, for a database of ${databaseBytes}`);
     assertCustomersConsistent(database);
   } finally {
     await service.stop();
