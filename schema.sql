@@ -69,8 +69,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS customer_search USING fts5 (
 -- once when it holds 16 ("crisismerge"). A seeded base is one large segment on the lowest level, so that whole merge
 -- landed on one import (seconds). With 512 the gradual merge finishes first. A setting stored with the table.
 INSERT INTO customer_search (customer_search, rank) VALUES ('crisismerge', 512);
--- Segments merged 16 at a time instead of 4: each row's trigrams are rewritten about half as often as imports add
--- segments (one a transaction). Into a base of a million, 2,500-row transactions went 15,600 -> 19,000 rows/s; a
+-- Segments merged 16 at a time instead of 4: imports add a segment a transaction, and each row's trigrams are then
+-- rewritten about half as often. Into a base of a million, 2,500-row transactions went 15,600 -> 19,000 rows/s; a
 -- search reads more segments (after a million rows so imported, 1-2 ms where it took 1, the same at 80 ms).
 INSERT INTO customer_search (customer_search, rank) VALUES ('automerge', 16);
 
