@@ -90,15 +90,16 @@ const checkpointDuringJob = () => {
 
 /** Runs a CSV import job between the group commits of JSON imports, telling the service of each transaction. */
 async function runJob(job: JobToRun, path: string): Promise<void> {
-  let rowsSinceCheckpoint = 0;
+  /** The job's rows since its last checkpoint (JSON imports count theirs in rowsSinceCheckpoint). */
+  let jobRowsSinceCheckpoint = 0;
   const onCommit: Parameters<typeof runCsvJob>[2]['onCommit'] = (commit) => {
     const { ids, transactions, cents, lastActivityAt } = commit.inserted;
     // Counted before the post: the columns' buffers move to the service's thread with it, and read empty here after.
-    rowsSinceCheckpoint += ids.length;
+    jobRowsSinceCheckpoint += ids.length;
     const buffers = [ids, transactions, cents, lastActivityAt].map((column) => column.buffer as ArrayBuffer);
     post({ type: 'job-commit', ...commit }, buffers);
-    if (rowsSinceCheckpoint < JOB_CHECKPOINT_ROWS) return;
-    rowsSinceCheckpoint = 0;
+    if (jobRowsSinceCheckpoint < JOB_CHECKPOINT_ROWS) return;
+    jobRowsSinceCheckpoint = 0;
     checkpointDuringJob();
   };
   db.pragma('journal_size_limit = -1');
