@@ -777,6 +777,73 @@ describe('segments: the matching engine follows customer writes', () => {
   });
 });
 
+describe('segments: counts stay exact when a customer\'s values outgrow the engine\'s compact columns', () => {
+  // The engine holds transactions, amounts and activity (in whole seconds) in 4 bytes a value until one does not
+  // fit: then every column moves to 8 bytes (activity in ms). Counts must not change across that move.
+  let service: TestService;
+  let token: string;
+  const W = 'Widenland';
+  const T40 = NOW_MS - 40 * DAY_MS;
+
+  before(async () => {
+    service = await startService({ env: ENV });
+    token = await service.tokenFor('lifecycle_marketer');
+    for (const [transactions, amountSpent, at] of [
+      [3, 10, NOW_MS - 10 * DAY_MS],
+      [7, 20, T40],
+      [9, 30, NOW_MS - 100 * DAY_MS],
+    ] as const) {
+      await createCustomer(service, token, { country: W, totalTransactions: transactions, totalAmountSpent: amountSpent, lastActivityDate: iso(at) });
+    }
+  });
+  after(() => service.close());
+
+  test('whole seconds, then milliseconds, an instant before 1970 and counts beyond 2^32: each count as by hand', async () => {
+    const w = (...more: Condition[]) => [country(W), ...more];
+    await expectCounts(service, token, [
+      [w(days('gt', 30)), 2, '40 and 100 days ago'],
+      [w(days('gt', 40)), 1, 'exactly 40 days ago is not more than 40'],
+      [w(days('gte', 40)), 2, 'exactly 40 days ago is at least 40'],
+      [w(days('lte', 10.5)), 1, '10 days ago'],
+      [w(days('lt', 39.9999999)), 1, '10 days ago: 40 days ago is a little older'],
+      [w(tx('gte', 7)), 2, '7 and 9'],
+      [w(amount('gt', 15)), 2, '20 and 30'],
+    ]);
+    // Remembered counts follow the clock: 1 ms later, exactly 40 days ago is more than 40 days ago.
+    await expectCounts(service, token, [[w(days('lte', 40)), 2, '10 and exactly 40 days ago']]);
+    try {
+      service.clock.advance(1);
+      await expectCounts(service, token, [
+        [w(days('gt', 40)), 2, '40 days and 1 ms, 100 days ago'],
+        [w(days('lte', 40)), 1, '10 days ago'],
+      ]);
+    } finally {
+      service.clock.set(NOW);
+    }
+    // 500 ms older than 40 days: activity now needs milliseconds.
+    await createCustomer(service, token, { country: W, totalTransactions: 4, totalAmountSpent: 15, lastActivityDate: iso(T40 - 500) });
+    await expectCounts(service, token, [
+      [w(days('gt', 30)), 3, '40 days, 40 days and 500 ms, 100 days ago'],
+      [w(days('gt', 40)), 2, '40 days and 500 ms, 100 days ago'],
+      [w(days('gte', 40)), 3, 'and exactly 40 days ago'],
+      [w(days('lte', 10.5)), 1, '10 days ago'],
+      [w(days('lt', 40 + 400 / DAY_MS)), 2, '10 and 40 days ago, not 40 days and 500 ms'],
+      [w(days('lt', 40 + 600 / DAY_MS)), 3, 'and 40 days and 500 ms ago'],
+      [w(tx('gte', 7)), 2, '7 and 9'],
+      [w(amount('gte', 15)), 3, '15, 20 and 30'],
+    ]);
+    await createCustomer(service, token, { country: W, totalTransactions: 5_000_000_000, totalAmountSpent: 50_000_000, lastActivityDate: '1969-07-20T20:17:40.000Z' });
+    await expectCounts(service, token, [
+      [w(tx('gt', 4_294_967_295)), 1, '5e9 transactions'],
+      [w(amount('gt', 42_949_672.95)), 1, '5e9 cents'],
+      [w(days('gt', 20_000)), 1, 'July 1969'],
+      [w(days('gt', 40)), 3, '40 days and 500 ms, 100 days ago, 1969'],
+      [w(days('gte', 40)), 4, 'and exactly 40 days ago'],
+      [w(tx('gte', 7)), 3, '7, 9 and 5e9'],
+    ]);
+  });
+});
+
 // =============================================================================================
 // A random dataset checked against a plain SQL count of the same conditions.
 
@@ -808,106 +875,113 @@ function referenceCount(service: TestService, conditions: Condition[], nowMs: nu
   return service.db.prepare(sql).pluck().get(...params) as number;
 }
 
-describe('segments preview equals a plain SQL count on a random dataset', () => {
-  let service: TestService;
-  let token: string;
-  const rng = prng(20261120);
-  const int = (lo: number, hi: number) => lo + Math.floor(rng() * (hi - lo + 1));
-  const pick = <T>(items: readonly T[]): T => items[Math.floor(rng() * items.length)]!;
-  const COUNTRIES = ['France', 'FRANCE', 'france', 'Germany', 'GERMANY', 'Spain', 'Italy', 'Portugal', 'United Kingdom'];
-  const COUNTRY_VALUES = ['France', 'france', '  FRANCE ', 'Germany', 'germany', 'Spain', 'SPAIN', 'italy', 'Portugal', 'united kingdom', 'Atlantis', 'Fra', 'United'];
-  const data: { transactions: number; cents: number; at: number }[] = [];
-  const TOTAL = 3000;
+// Twice: the matching engine holds activity in whole seconds (4 bytes) until an instant with milliseconds comes.
+for (const { label, wholeSeconds } of [
+  { label: 'activity with milliseconds', wholeSeconds: false },
+  { label: 'activity in whole seconds', wholeSeconds: true },
+]) {
+  describe(`segments preview equals a plain SQL count on a random dataset (${label})`, () => {
+    let service: TestService;
+    let token: string;
+    const rng = prng(20261120);
+    const int = (lo: number, hi: number) => lo + Math.floor(rng() * (hi - lo + 1));
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(rng() * items.length)]!;
+    const COUNTRIES = ['France', 'FRANCE', 'france', 'Germany', 'GERMANY', 'Spain', 'Italy', 'Portugal', 'United Kingdom'];
+    const COUNTRY_VALUES = ['France', 'france', '  FRANCE ', 'Germany', 'germany', 'Spain', 'SPAIN', 'italy', 'Portugal', 'united kingdom', 'Atlantis', 'Fra', 'United'];
+    const data: { transactions: number; cents: number; at: number }[] = [];
+    const TOTAL = 3000;
 
-  before(async () => {
-    service = await startService({ env: ENV });
-    token = await service.tokenFor('lifecycle_marketer');
-    const rows: Row[] = [];
-    for (let i = 0; i < TOTAL; i++) {
-      const transactions = int(0, 50);
-      // Cents: mostly spread, sometimes from a small set so that values repeat.
-      const cents = rng() < 0.2 ? pick([0, 29, 30, 999, 1000, 1001, 10_000, 12_345]) : int(0, 500_000);
-      // Last activity: over two years, sometimes exactly a whole number of days before now.
-      const at = rng() < 0.15 ? NOW_MS - int(0, 730) * DAY_MS : NOW_MS - int(0, 730 * DAY_MS);
-      data.push({ transactions, cents, at });
-      rows.push(
-        row({
-          country: pick(COUNTRIES),
-          totalTransactions: transactions,
-          totalAmountSpent: cents / 100,
-          lastActivityDate: iso(at),
-          status: pick(['active', 'inactive', 'churned'] as const),
-        }),
-      );
+    before(async () => {
+      service = await startService({ env: ENV });
+      token = await service.tokenFor('lifecycle_marketer');
+      const rows: Row[] = [];
+      for (let i = 0; i < TOTAL; i++) {
+        const transactions = int(0, 50);
+        // Cents: mostly spread, sometimes from a small set so that values repeat.
+        const cents = rng() < 0.2 ? pick([0, 29, 30, 999, 1000, 1001, 10_000, 12_345]) : int(0, 500_000);
+        // Last activity: over two years, sometimes exactly a whole number of days before now.
+        const back = rng() < 0.15 ? int(0, 730) * DAY_MS : int(0, 730 * DAY_MS);
+        const at = NOW_MS - (wholeSeconds ? back - (back % 1000) : back);
+        data.push({ transactions, cents, at });
+        rows.push(
+          row({
+            country: pick(COUNTRIES),
+            totalTransactions: transactions,
+            totalAmountSpent: cents / 100,
+            lastActivityDate: iso(at),
+            status: pick(['active', 'inactive', 'churned'] as const),
+          }),
+        );
+      }
+      for (let i = 0; i < rows.length; i += 1000) await importRows(service, token, rows.slice(i, i + 1000));
+      assert.equal(service.db.prepare('SELECT count(*) FROM customers').pluck().get(), TOTAL);
+    });
+    after(() => service.close());
+
+    function randomCondition(nowMs: number): Condition {
+      const field = pick(['country', 'totalTransactions', 'totalAmountSpent', 'lastActivityDays'] as const);
+      if (field === 'country') return country(pick(COUNTRY_VALUES));
+      const operator = pick(['gt', 'gte', 'lt', 'lte'] as const);
+      const sample = pick(data);
+      const r = rng();
+      let value: number;
+      if (field === 'totalTransactions') {
+        value = r < 0.4 ? int(-1, 52) : r < 0.7 ? sample.transactions : int(0, 50) + pick([0.5, 0.25, 0.999, 0.001, -0.001]);
+      } else if (field === 'totalAmountSpent') {
+        value =
+          r < 0.35
+            ? sample.cents / 100
+            : r < 0.55
+              ? int(0, 500_000) / 100
+              : r < 0.8
+                ? int(0, 5_000_000) / 1000
+                : pick([0, 0.29, 0.3, 0.1, 0.7, 1.15, 100, 100.005, 2000.01, 1e-9, -5, 4999.99, 5000.01]);
+      } else {
+        value = r < 0.3 ? int(0, 800) : r < 0.6 ? (nowMs - sample.at) / DAY_MS : r < 0.8 ? rng() * 800 : pick([0, 0.5, 1.5, 30, 60, 365, 730, -1]);
+      }
+      return { field, operator, value };
     }
-    for (let i = 0; i < rows.length; i += 1000) await importRows(service, token, rows.slice(i, i + 1000));
-    assert.equal(service.db.prepare('SELECT count(*) FROM customers').pluck().get(), TOTAL);
-  });
-  after(() => service.close());
 
-  function randomCondition(nowMs: number): Condition {
-    const field = pick(['country', 'totalTransactions', 'totalAmountSpent', 'lastActivityDays'] as const);
-    if (field === 'country') return country(pick(COUNTRY_VALUES));
-    const operator = pick(['gt', 'gte', 'lt', 'lte'] as const);
-    const sample = pick(data);
-    const r = rng();
-    let value: number;
-    if (field === 'totalTransactions') {
-      value = r < 0.4 ? int(-1, 52) : r < 0.7 ? sample.transactions : int(0, 50) + pick([0.5, 0.25, 0.999, 0.001, -0.001]);
-    } else if (field === 'totalAmountSpent') {
-      value =
-        r < 0.35
-          ? sample.cents / 100
-          : r < 0.55
-            ? int(0, 500_000) / 100
-            : r < 0.8
-              ? int(0, 5_000_000) / 1000
-              : pick([0, 0.29, 0.3, 0.1, 0.7, 1.15, 100, 100.005, 2000.01, 1e-9, -5, 4999.99, 5000.01]);
-    } else {
-      value = r < 0.3 ? int(0, 800) : r < 0.6 ? (nowMs - sample.at) / DAY_MS : r < 0.8 ? rng() * 800 : pick([0, 0.5, 1.5, 30, 60, 365, 730, -1]);
+    async function compare(sets: number, label: string): Promise<{ nonTrivial: number }> {
+      const nowMs = service.clock.now().getTime();
+      let nonTrivial = 0;
+      for (let i = 0; i < sets; i++) {
+        const conditions = Array.from({ length: int(1, 4) }, () => randomCondition(nowMs));
+        const expected = referenceCount(service, conditions, nowMs);
+        const actual = await preview(service, token, conditions);
+        assert.equal(actual, expected, `${label} set ${i}: ${JSON.stringify(conditions)}`);
+        if (expected > 0 && expected < TOTAL) nonTrivial++;
+      }
+      return { nonTrivial };
     }
-    return { field, operator, value };
-  }
 
-  async function compare(sets: number, label: string): Promise<{ nonTrivial: number }> {
-    const nowMs = service.clock.now().getTime();
-    let nonTrivial = 0;
-    for (let i = 0; i < sets; i++) {
-      const conditions = Array.from({ length: int(1, 4) }, () => randomCondition(nowMs));
-      const expected = referenceCount(service, conditions, nowMs);
-      const actual = await preview(service, token, conditions);
-      assert.equal(actual, expected, `${label} set ${i}: ${JSON.stringify(conditions)}`);
-      if (expected > 0 && expected < TOTAL) nonTrivial++;
-    }
-    return { nonTrivial };
-  }
+    test('200 random condition sets (1-4 conditions, fractional and exact data values) count as the SQL definition does', async () => {
+      assert.equal(service.clock.now().toISOString(), NOW);
+      const { nonTrivial } = await compare(200, 'at NOW');
+      // The sets must discriminate: most of them match some but not all customers.
+      assert.ok(nonTrivial >= 100, `only ${nonTrivial} non-trivial sets`);
+    });
 
-  test('200 random condition sets (1-4 conditions, fractional and exact data values) count as the SQL definition does', async () => {
-    assert.equal(service.clock.now().toISOString(), NOW);
-    const { nonTrivial } = await compare(200, 'at NOW');
-    // The sets must discriminate: most of them match some but not all customers.
-    assert.ok(nonTrivial >= 100, `only ${nonTrivial} non-trivial sets`);
-  });
+    test('after the clock moves by a fractional number of hours, 60 more random sets still agree', async () => {
+      try {
+        service.clock.advance(7 * 3_600_000 + 123);
+        const { nonTrivial } = await compare(60, 'at NOW + 7 h 123 ms');
+        assert.ok(nonTrivial >= 30, `only ${nonTrivial} non-trivial sets`);
+      } finally {
+        service.clock.set(NOW);
+      }
+    });
 
-  test('after the clock moves by a fractional number of hours, 60 more random sets still agree', async () => {
-    try {
-      service.clock.advance(7 * 3_600_000 + 123);
-      const { nonTrivial } = await compare(60, 'at NOW + 7 h 123 ms');
-      assert.ok(nonTrivial >= 30, `only ${nonTrivial} non-trivial sets`);
-    } finally {
-      service.clock.set(NOW);
-    }
-  });
-
-  test('single conditions at every exact data value of a few customers agree with SQL for all four operators', async () => {
-    const nowMs = service.clock.now().getTime();
-    for (let i = 0; i < 5; i++) {
-      const sample = data[i * 97]!;
-      for (const operator of ['gt', 'gte', 'lt', 'lte'] as const) {
-        for (const c of [tx(operator, sample.transactions), amount(operator, sample.cents / 100), days(operator, (nowMs - sample.at) / DAY_MS)]) {
-          assert.equal(await preview(service, token, [c]), referenceCount(service, [c], nowMs), JSON.stringify(c));
+    test('single conditions at every exact data value of a few customers agree with SQL for all four operators', async () => {
+      const nowMs = service.clock.now().getTime();
+      for (let i = 0; i < 5; i++) {
+        const sample = data[i * 97]!;
+        for (const operator of ['gt', 'gte', 'lt', 'lte'] as const) {
+          for (const c of [tx(operator, sample.transactions), amount(operator, sample.cents / 100), days(operator, (nowMs - sample.at) / DAY_MS)]) {
+            assert.equal(await preview(service, token, [c]), referenceCount(service, [c], nowMs), JSON.stringify(c));
+          }
         }
       }
-    }
+    });
   });
-});
+}
