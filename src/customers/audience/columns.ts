@@ -9,6 +9,9 @@ const SAMPLE = 512;
 /** Countries get codes 0, 1, ... and fit 2 bytes a row until this many. */
 const NARROW_COUNTRIES = 0x7fff;
 
+/** The smallest block. */
+const MIN_BLOCK = 1024;
+
 type Numbers = Uint32Array | Float64Array;
 type Codes = Int16Array | Int32Array;
 
@@ -22,80 +25,170 @@ interface Range {
   hi: number;
 }
 
+/** What a block counted: its rows within the bounds, and the earliest activity (ms) included and after the bounds. */
+interface BlockCount {
+  count: number;
+  firstIncluded: number;
+  firstLater: number;
+}
+
 /**
- * Columns of customers in id order. Deleted rows stay as tombstones (country code -1) until the columns are refilled.
- * Each country has the list of its rows, so a country condition reads only those.
- *
- * A row takes 22 bytes while its numbers are small: ids, transactions and amounts in 4 bytes, activity in 4 as whole
- * seconds, the country code in 2, its place in its country's list in 4. The first value that does not fit (an amount
- * over 2^32 cents, an instant with milliseconds or before 1970, a 32,768th country) widens its columns to 8 (or 4)
- * bytes for good: a million customers take 22 MB, or 36 once widened.
+ * Columns of customers in id order, in blocks. A block has a fixed room; once the last is full, a new one as large as
+ * all the others together follows. Rows are never copied to larger arrays: a copy would leave the old arrays to the
+ * garbage collector, which on a quiet heap keeps them (tens of MB) long after the base has doubled.
  */
 export class AudienceColumns {
+  private blocks: ColumnBlock[] = [];
   private size = 0;
-  /** 4 bytes a row while every id fits 32 bits; widened to 8 the day one does not. */
-  private ids: Numbers = new Uint32Array(0);
-  private country: Codes = new Int16Array(0);
-  /**
-   * While `narrow`, transactions, amounts and activity (in whole seconds) are Uint32Arrays; once a value does not
-   * fit, all three are Float64Arrays (activity in ms). The count's loop sees one array type either way.
-   */
-  private narrow = true;
-  private transactions: Numbers = new Uint32Array(0);
-  private cents: Numbers = new Uint32Array(0);
-  private activity: Numbers = new Uint32Array(0);
+  /** Country codes, shared by the blocks. */
   private readonly codes = new Map<string, number>();
-  /** Row positions per country code, in id order; rebuilt when a stored customer changes country. */
-  private byCountry: { rows: Int32Array; size: number }[] = [];
-  private byCountryStale = false;
 
-  /** Empties the columns, with room for `capacity` rows. */
+  /** Empties the columns, with room for `capacity` rows in one block. */
   clear(capacity: number): void {
+    this.blocks = [new ColumnBlock(Math.max(MIN_BLOCK, capacity))];
     this.size = 0;
-    this.ids = new Uint32Array(0);
-    this.country = new Int16Array(0);
-    this.narrow = true;
-    this.transactions = new Uint32Array(0);
-    this.cents = new Uint32Array(0);
-    this.activity = new Uint32Array(0);
-    this.allocate(capacity);
     this.codes.clear();
-    this.byCountry = [];
-    this.byCountryStale = false;
   }
 
   /** Adds a row with an id above every stored one. */
   append(id: number, key: string, transactions: number, cents: number, lastActivityAt: number): void {
-    if (this.size === this.ids.length) this.allocate(Math.max(1024, this.size * 2));
-    if (!fitsUint32(id) && this.ids instanceof Uint32Array) this.ids = widened(this.ids, Float64Array, this.size);
-    this.ids[this.size] = id;
-    this.write(this.size, key, transactions, cents, lastActivityAt);
-    this.addToCountry(this.country[this.size]!, this.size);
+    let last = this.blocks.at(-1);
+    if (!last || last.full()) {
+      last = new ColumnBlock(Math.max(MIN_BLOCK, this.size));
+      this.blocks.push(last);
+    }
+    last.append(id, this.code(key), transactions, cents, lastActivityAt);
     this.size++;
   }
 
   /** Overwrites a known id or appends a new highest one; returns false for an unexpected id (then refill). */
   upsert(c: CustomerFacts): boolean {
-    const at = this.find(c.id);
-    if (at >= 0) {
-      const before = this.country[at]!;
-      this.write(at, c.countryKey, c.totalTransactions, c.amountCents, c.lastActivityAt);
-      if (this.country[at] !== before) this.byCountryStale = true;
-    } else if (this.size === 0 || c.id > this.ids[this.size - 1]!) this.append(c.id, c.countryKey, c.totalTransactions, c.amountCents, c.lastActivityAt);
-    else return false;
+    const block = this.blockOf(c.id);
+    if (block?.update(c.id, this.code(c.countryKey), c.totalTransactions, c.amountCents, c.lastActivityAt)) return true;
+    const last = this.blocks.at(-1)?.lastId() ?? -Infinity;
+    if (c.id <= last) return false;
+    this.append(c.id, c.countryKey, c.totalTransactions, c.amountCents, c.lastActivityAt);
     return true;
   }
 
   /** Marks the row of `id`, if any, as deleted. */
   remove(id: number): void {
-    const at = this.find(id);
-    if (at >= 0) this.country[at] = -1;
+    this.blockOf(id)?.remove(id);
   }
 
   /** Counts the live rows within the bounds, and for how long after now the count stays exact as the clock moves. */
   count(bounds: Bounds): { count: number; validFor: number } {
     const want = bounds.countryKey === undefined ? -1 : (this.codes.get(bounds.countryKey) ?? -2);
     if (want === -2) return { count: 0, validFor: Infinity };
+    let count = 0;
+    let firstIncluded = Infinity;
+    let firstLater = Infinity;
+    for (const block of this.blocks) {
+      const counted = block.count(bounds, want);
+      count += counted.count;
+      firstIncluded = Math.min(firstIncluded, counted.firstIncluded);
+      firstLater = Math.min(firstLater, counted.firstLater);
+    }
+    // As time passes, activity bounds move later: an included row drops out once the lower bound passes it, and a
+    // row later than the upper bound comes in once the bound reaches it. The nearest of each decides how long the
+    // count holds.
+    const [aLo, aHi] = bounds.lastActivityAt;
+    const validFor = Math.min(aLo === -Infinity ? Infinity : firstIncluded - aLo + 1, aHi === Infinity ? Infinity : firstLater - aHi);
+    return { count, validFor };
+  }
+
+  /** The block whose ids span `id`, if any. */
+  private blockOf(id: number): ColumnBlock | undefined {
+    let lo = 0;
+    let hi = this.blocks.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.blocks[mid]!.lastId() < id) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.blocks[lo];
+  }
+
+  private code(key: string): number {
+    let code = this.codes.get(key);
+    if (code === undefined) {
+      code = this.codes.size;
+      this.codes.set(key, code);
+    }
+    return code;
+  }
+}
+
+/**
+ * Columns of a run of customers in id order, with room for a fixed number of rows. Deleted rows stay as tombstones
+ * (country code -1) until the columns are refilled. Each country has the list of its rows, so a country condition
+ * reads only those.
+ *
+ * A row takes 22 bytes while its numbers are small: ids, transactions and amounts in 4 bytes, activity in 4 as whole
+ * seconds, the country code in 2, its place in its country's list in 4. The first value that does not fit (an amount
+ * over 2^32 cents, an instant with milliseconds or before 1970, a 32,768th country) widens its columns to 8 (or 4)
+ * bytes for good: a million customers take 22 MB, or 36 once widened.
+ */
+class ColumnBlock {
+  private size = 0;
+  /** 4 bytes a row while every id fits 32 bits; widened to 8 the day one does not. */
+  private ids: Numbers;
+  private country: Codes;
+  /**
+   * While `narrow`, transactions, amounts and activity (in whole seconds) are Uint32Arrays; once a value does not
+   * fit, all three are Float64Arrays (activity in ms). The count's loop sees one array type either way.
+   */
+  private narrow = true;
+  private transactions: Numbers;
+  private cents: Numbers;
+  private activity: Numbers;
+  /** Row positions per country code, in id order; rebuilt when a stored customer changes country. */
+  private byCountry: { rows: Int32Array; size: number }[] = [];
+  private byCountryStale = false;
+
+  constructor(private readonly capacity: number) {
+    this.ids = new Uint32Array(capacity);
+    this.country = new Int16Array(capacity);
+    this.transactions = new Uint32Array(capacity);
+    this.cents = new Uint32Array(capacity);
+    this.activity = new Uint32Array(capacity);
+  }
+
+  full(): boolean {
+    return this.size === this.capacity;
+  }
+
+  /** The highest id held; -Infinity when empty. */
+  lastId(): number {
+    return this.size === 0 ? -Infinity : this.ids[this.size - 1]!;
+  }
+
+  /** Adds a row with an id above every stored one; the block must not be full. */
+  append(id: number, code: number, transactions: number, cents: number, lastActivityAt: number): void {
+    if (!fitsUint32(id) && this.ids instanceof Uint32Array) this.ids = widened(this.ids, Float64Array, this.size);
+    this.ids[this.size] = id;
+    this.write(this.size, code, transactions, cents, lastActivityAt);
+    this.addToCountry(code, this.size);
+    this.size++;
+  }
+
+  /** Overwrites the row of `id`; false when the block does not hold it. */
+  update(id: number, code: number, transactions: number, cents: number, lastActivityAt: number): boolean {
+    const at = this.find(id);
+    if (at < 0) return false;
+    const before = this.country[at]!;
+    this.write(at, code, transactions, cents, lastActivityAt);
+    if (code !== before) this.byCountryStale = true;
+    return true;
+  }
+
+  remove(id: number): void {
+    const at = this.find(id);
+    if (at >= 0) this.country[at] = -1;
+  }
+
+  /** Counts the live rows within the bounds, of country code `want` (-1: any country). */
+  count(bounds: Bounds, want: number): BlockCount {
     if (this.byCountryStale) this.rebuildByCountry();
     const list = want >= 0 ? (this.byCountry[want] ?? { rows: new Int32Array(0), size: 0 }) : undefined;
     const ranges = this.orderBySelectivity(
@@ -114,9 +207,6 @@ export class AudienceColumns {
     const { column: c2, lo: lo2, hi: hi2 } = r2;
     const { country, activity } = this;
     let count = 0;
-    // As time passes, activity bounds move later: an included row drops out once the lower bound passes it, and a
-    // row later than the upper bound comes in once the bound reaches it. The nearest of each decides how long the
-    // count holds.
     let firstIncluded = Infinity;
     let firstLater = Infinity;
     // Two copies of one loop: over a country's rows, or over all rows. A shared loop that picks its row per step
@@ -157,9 +247,7 @@ export class AudienceColumns {
         count++;
       }
     }
-    const [msLo, msHi] = bounds.lastActivityAt;
-    const validFor = Math.min(msLo === -Infinity ? Infinity : firstIncluded * scale - msLo + 1, msHi === Infinity ? Infinity : firstLater * scale - msHi);
-    return { count, validFor };
+    return { count, firstIncluded: firstIncluded * scale, firstLater: firstLater * scale };
   }
 
   /** Returns the ranges ordered so the one that rejects most rows of a sample is checked first. */
@@ -187,24 +275,15 @@ export class AudienceColumns {
   private addToCountry(code: number, at: number): void {
     let list = this.byCountry[code];
     if (!list) {
-      list = { rows: new Int32Array(1024), size: 0 };
+      list = { rows: new Int32Array(Math.min(1024, this.capacity)), size: 0 };
       this.byCountry[code] = list;
     }
     if (list.size === list.rows.length) {
-      const grown = new Int32Array(list.rows.length * 2);
+      const grown = new Int32Array(Math.min(list.rows.length * 2, this.capacity));
       grown.set(list.rows);
       list.rows = grown;
     }
     list.rows[list.size++] = at;
-  }
-
-  private allocate(capacity: number): void {
-    const rows = Math.min(this.size, capacity);
-    this.ids = resized(this.ids, capacity, rows);
-    this.country = resized(this.country, capacity, rows);
-    this.transactions = resized(this.transactions, capacity, rows);
-    this.cents = resized(this.cents, capacity, rows);
-    this.activity = resized(this.activity, capacity, rows);
   }
 
   /** Moves transactions, amounts and activity (seconds to ms) to 8 bytes a row, for good. */
@@ -217,19 +296,10 @@ export class AudienceColumns {
     this.activity = activity;
   }
 
-  private code(key: string): number {
-    let code = this.codes.get(key);
-    if (code === undefined) {
-      code = this.codes.size;
-      this.codes.set(key, code);
-      if (code > NARROW_COUNTRIES && this.country instanceof Int16Array) this.country = widened(this.country, Int32Array, this.size);
-    }
-    return code;
-  }
-
-  private write(at: number, key: string, transactions: number, cents: number, lastActivityAt: number): void {
+  private write(at: number, code: number, transactions: number, cents: number, lastActivityAt: number): void {
     if (this.narrow && !(fitsUint32(transactions) && fitsUint32(cents) && fitsUint32(lastActivityAt / 1000))) this.widen();
-    this.country[at] = this.code(key);
+    if (code > NARROW_COUNTRIES && this.country instanceof Int16Array) this.country = widened(this.country, Int32Array, this.size);
+    this.country[at] = code;
     this.transactions[at] = transactions;
     this.cents[at] = cents;
     this.activity[at] = this.narrow ? lastActivityAt / 1000 : lastActivityAt;
@@ -263,13 +333,6 @@ function secondsWithin([lo, hi]: [number, number]): [number, number] {
     while (last * 1000 > hi) last--;
   }
   return [first, last];
-}
-
-/** A copy of `array` with room for `capacity` rows, the first `rows` kept. */
-function resized<T extends Numbers | Codes>(array: T, capacity: number, rows: number): T {
-  const next = new (array.constructor as new (length: number) => T)(capacity);
-  next.set(array.subarray(0, rows));
-  return next;
 }
 
 /** A copy of `array`'s first `rows` in a wider type, with the same room. */
