@@ -47,7 +47,7 @@ const GAP_MS = 30;
 const READY_ROWS = 2_000;
 /**
  * The parser's heap: a small young generation, and an old generation capped above what it holds (two windows of
- * packed rows, at most about 16 MB of one-byte text, and the rows being parsed), which makes V8 collect its garbage
+ * packed rows, about 4 MB each of one-byte text, and the rows being parsed), which makes V8 collect its garbage
  * sooner instead of growing by tens of MB.
  */
 const PARSER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 };
