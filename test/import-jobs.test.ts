@@ -3,6 +3,8 @@
 // duplicates in the file and in the base, 413 and 415, jobs run in arrival order, and the aggregates and segment
 // counts exact afterwards. Each test waits for the service's "import job ended" log line, never a sleep.
 import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { assertProblem, startService, type TestService } from './helpers.ts';
 
@@ -194,5 +196,34 @@ describe('a CSV job', () => {
       await failuresCsv(job.id),
       `line,email,reason\r\n2,"'=hyperlink(""http://evil"")","Invalid email, country, totalTransactions, totalAmountSpent, lastActivityDate, status."\r\n`,
     );
+  });
+});
+
+describe('a CSV job whose file cannot be read', () => {
+  test('fails with the reason in failures.csv; the job before it and the service go on', async () => {
+    // The file is parsed on the service's event loop: a file that cannot be read must end its job, not the service.
+    const other = await startService({ env: { ACCESS_TOKEN_TTL: '86400' } });
+    try {
+      const lead = await other.tokenFor('lifecycle_marketer');
+      const csv = (name: string, n: number) =>
+        `email,name,country,orders,amount,last_activity,status\n${Array.from({ length: n }, (_, i) => `${name}${i}@gone.example.com,${name} ${i},Norway,1,5,2026-11-01,active`).join('\n')}\n`;
+      const post = (text: string) => other.request('POST', '/v1/customers/imports', { token: lead, raw: text, headers: { 'content-type': 'text/csv' } });
+      const first = await post(csv('long', 60_000));
+      const second = await post(csv('gone', 3));
+      assert.deepEqual([first.status, second.status], [202, 202]);
+      // Jobs run in arrival order: while the first runs, the second's file goes before its turn comes.
+      rmSync(join(`${other.config.databasePath}.imports`, `${second.body.id}.csv`));
+      assert.equal((await other.request('GET', `/v1/customers/imports/${first.body.id}`, { token: lead })).body.status, 'running', 'the first job ended too soon for this test');
+      await other.waitForLog((line) => line.msg === 'import job ended' && line.jobId === second.body.id);
+      const gone = (await other.request('GET', `/v1/customers/imports/${second.body.id}`, { token: lead })).body;
+      assert.deepEqual([gone.status, gone.imported, gone.skipped], ['failed', 0, 1]);
+      const failures = await other.request('GET', `/v1/customers/imports/${second.body.id}/failures.csv`, { token: lead });
+      assert.match(failures.text, /^line,email,reason\r\n1,,The file could not be read from here on: ENOENT\r\n$/);
+      const done = (await other.request('GET', `/v1/customers/imports/${first.body.id}`, { token: lead })).body;
+      assert.deepEqual([done.status, done.imported], ['completed', 60_000]);
+      assert.equal((await other.request('GET', '/health')).status, 200);
+    } finally {
+      await other.close();
+    }
   });
 });

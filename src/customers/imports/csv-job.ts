@@ -1,16 +1,15 @@
-// Running one CSV import job on the import writer's connection. A parser thread (parser.thread.ts) reads and checks
-// the rows (in batches sorted by email) while this thread writes them, in transactions of up to half a second; when a
+// Running one CSV import job on the import writer's connection. The parser (csv-parser.ts, on the service's event
+// loop) reads and checks the rows (in batches sorted by email) and posts them through a port while this thread writes them, in transactions of up to half a second; when a
 // write of the service asks for the lock through the write turns (db/database.ts), the transaction commits early
 // enough that the write waits about WAIT_BUDGET_MS at most. Each holds its rows, its skipped rows and the job's counts,
 // so a crash loses nothing the counts report.
-import { MessageChannel } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
 import type { CustomerRecord } from '../../domain/customers.ts';
-import { prepareThreads, startWorkerThread } from '../../db/worker-thread.ts';
 import type { WriteTurns } from '../../db/database.ts';
 import { toColumns, type InsertedColumns, type StoredCustomer } from '../store/rows.ts';
 import type { CustomerWrites } from '../store/writes.ts';
 import type { jobProgressWriter, JobToRun, SkippedRow } from './job-store.ts';
-import type { ParsedBatch, ParserMessage } from './parser.thread.ts';
+import type { ParsedBatch, ParserMessage } from './csv-parser.ts';
 import { unpackRow } from './packed-rows.ts';
 import { duplicateReason } from './row-check.ts';
 
@@ -45,21 +44,8 @@ const SHORT_MS = 100;
 const GAP_MS = 30;
 /** Transactions start once this many parsed rows wait (or the file has ended), so none is small for want of rows. */
 const READY_ROWS = 2_000;
-/**
- * The parser's heap: a small young generation, and an old generation capped above what it holds (two windows of
- * packed rows, about 4 MB each of one-byte text, and the rows being parsed), which makes V8 collect its garbage
- * sooner instead of growing by tens of MB.
- */
-const PARSER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 64 };
 /** Parsed batches asked for ahead of the writer, so parsing never waits for a commit nor runs far ahead of it. */
 const BATCHES_AHEAD = 6;
-
-const PARSER_THREAD = new URL('./parser.thread.ts', import.meta.url);
-
-/** Builds the parser thread's module ahead of the first job (see prepareThreads). */
-export function prepareParser(): void {
-  prepareThreads([PARSER_THREAD]);
-}
 
 /** What one committed transaction of a job stored, for the change feed: its new customers' facts. */
 export interface JobCommit {
@@ -86,7 +72,7 @@ export interface CsvJobDeps {
  * records, the skipped rows of the batches it completes, and the job's counts of exactly those rows, so a crash
  * loses nothing the counts report.
  */
-export async function runCsvJob(job: JobToRun, path: string, deps: CsvJobDeps): Promise<'completed' | 'failed'> {
+export async function runCsvJob(job: JobToRun, parser: MessagePort, deps: CsvJobDeps): Promise<'completed' | 'failed'> {
   const { turns } = deps;
   const longMs = turns ? LONG_MS : SHORT_MS;
   /** Batches received and not yet wholly committed; `taken` records of the first are committed. */
@@ -99,7 +85,7 @@ export async function runCsvJob(job: JobToRun, path: string, deps: CsvJobDeps): 
   /** How long a commit takes, from the last row inserted to the lock given back: a moving average, ms. */
   let commitMs = 60;
 
-  const parsed = startParser(job, path);
+  const parsed = receiveBatches(parser);
 
   /** Commits the next prefix of the rows received; with `end`, once every batch is in, the end of the file too. */
   const commit = (end?: { bytes: number; broken?: SkippedRow }) => {
@@ -188,36 +174,29 @@ export async function runCsvJob(job: JobToRun, path: string, deps: CsvJobDeps): 
       else await new Promise((resolve) => setImmediate(resolve));
     }
   } finally {
-    await parsed.close();
+    parsed.close();
   }
 }
 
 /**
- * Starts the parser thread on the file; `take` returns a message received (or undefined), `more` resolves when
- * another arrives, `consumed` asks for one more batch (at most BATCHES_AHEAD are ahead of the commits), `close` stops
- * the thread.
+ * Listens to the parser on `port`: `take` returns a message received (or undefined), `more` resolves when another
+ * arrives, `consumed` asks for one more batch (at most BATCHES_AHEAD are ahead of the commits), `close` tells the
+ * parser to stop.
  */
-function startParser(job: JobToRun, path: string) {
-  const { port1, port2 } = new MessageChannel();
-  const thread = startWorkerThread(PARSER_THREAD, { path, columns: job.columns, startedAt: job.startedAt, port: port2 }, [port2], { resourceLimits: PARSER_LIMITS, bundle: true });
+function receiveBatches(port: MessagePort) {
   const received: ParserMessage[] = [];
   let wake: (() => void) | undefined;
-  let failure: unknown;
-  let exited = false;
+  let closed = false;
   let ended = false;
-  port1.on('message', (message: ParserMessage) => {
+  port.on('message', (message: ParserMessage) => {
     received.push(message);
     wake?.();
   });
-  thread.on('error', (error) => {
-    failure = error;
+  port.on('close', () => {
+    closed = true;
     wake?.();
   });
-  thread.on('exit', () => {
-    exited = true;
-    wake?.();
-  });
-  port1.postMessage(BATCHES_AHEAD);
+  port.postMessage(BATCHES_AHEAD);
   return {
     take(): ParserMessage | undefined {
       const message = received.shift();
@@ -226,19 +205,17 @@ function startParser(job: JobToRun, path: string) {
     },
     /** A batch taken has been committed whole: the parser may send one more. */
     consumed(): void {
-      port1.postMessage(1);
+      if (!closed) port.postMessage(1);
     },
     async more(): Promise<void> {
       if (received.length > 0) return;
-      if (failure) throw failure;
-      // Messages posted before the exit arrive before it is reported; after it, nothing more will come.
-      if (exited || ended) throw new Error('The CSV parser thread stopped before the end of the file.');
+      // Messages posted before the parser closed its side arrive before the close; after it, nothing more will come.
+      if (closed || ended) throw new Error('The CSV parser stopped before the end of the file.');
       await new Promise<void>((resolve) => (wake = resolve));
       wake = undefined;
     },
-    async close(): Promise<void> {
-      port1.close();
-      await thread.terminate();
+    close(): void {
+      port.close();
     },
   };
 }

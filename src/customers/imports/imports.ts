@@ -2,10 +2,11 @@
 // import writer thread, which groups them (writer.thread.ts), with the checkpointer thread copying the log they leave
 // into the database (checkpointer.thread.ts). Each batch lands in one transaction either way, and the change feed
 // hears of every transaction in commit order of its replies. CSV import jobs run on the same writer, one at a time.
-import type { Worker } from 'node:worker_threads';
+import { MessageChannel, type Worker } from 'node:worker_threads';
 import { countryKey, type CustomerRecord } from '../../domain/customers.ts';
 import type { CustomerChangeFeed } from '../change-feed.ts';
 import { runCsvJob, type JobCommit } from './csv-job.ts';
+import { parseCsvFile } from './csv-parser.ts';
 import { createImportQueue, type ImportReply } from './group-commit.ts';
 import { jobProgressWriter, type JobToRun } from './job-store.ts';
 import { insertionsOf, type CustomerChange, type StoredCustomer } from '../store/rows.ts';
@@ -200,20 +201,23 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
 
     /**
      * Runs a CSV import job on the writer (here for an in-memory database), publishing each of its transactions to
-     * the change feed; `onEnd` hears how it ended. One job at a time: the caller queues them.
+     * the change feed; `onEnd` hears how it ended. The file is parsed here, on the event loop, and its rows go to the
+     * writer through a port of their own. One job at a time: the caller queues them.
      */
     runJob(toRun: JobToRun, path: string, onEnd: (status: JobEnd) => void): void {
       clearTimeout(idle);
+      const { port1: parser, port2 } = new MessageChannel();
+      parseCsvFile({ path, columns: toRun.columns, startedAt: toRun.startedAt, port: port2 });
       if (local) {
         job = { seq: toRun.seq, onEnd, reported: () => {} };
-        runCsvJob(toRun, path, { writes, progress: jobProgressWriter(db), onCommit: publishJobCommit }).then(endJob, () => endJob('failed'));
+        runCsvJob(toRun, parser, { writes, progress: jobProgressWriter(db), onCommit: publishJobCommit }).then(endJob, () => endJob('failed'));
         return;
       }
       const thread = writerThread();
       // During a job the writer checkpoints itself: the checkpointer's heap (about 10 MB) waits for the job's end.
       stopCheckpointer();
       job = { seq: toRun.seq, onEnd, reported: feed.beginWriteElsewhere(), thread };
-      thread.postMessage({ type: 'job', job: toRun, path });
+      thread.postMessage({ type: 'job', job: toRun, parser }, [parser]);
     },
 
     /** Stores the records in one transaction, possibly shared with other imports; resolves to the ids as `insertNow` returns them. */

@@ -1,15 +1,15 @@
 // The import writer: a worker thread with its own connection that writes import requests in groups
 // (group-commit.ts), so their transactions never stop the service's event loop. Started by
 // imports.ts with `workerData.path`; posts each transaction's ImportReply, and 'checkpoint' when the log
-// has grown enough for the checkpointer thread to copy it into the database.
-import { parentPort, workerData } from 'node:worker_threads';
-import { prepareParser, runCsvJob } from './csv-job.ts';
+// has grown enough for the checkpointer thread to copy it into the database. Runs CSV import jobs too, their rows
+// coming from the parser on the service's event loop through the port each job brings.
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { runCsvJob } from './csv-job.ts';
 import { createImportQueue, type ImportRequest } from './group-commit.ts';
 import type { WriterMessage } from './imports.ts';
 import { jobProgressWriter, type JobToRun } from './job-store.ts';
 import { createCustomerWrites } from '../store/writes.ts';
 import { openWriterConnection, WriteTurns } from '../../db/database.ts';
-
 
 /**
  * Ask for a checkpoint after this many imported rows (about 40,000 log frames), or once no import came for a moment:
@@ -58,7 +58,6 @@ const queue = createImportQueue(writes, (reply) => {
   wrote(reply.results.reduce((rows, result) => rows + ('ids' in result ? result.ids.length : 0), 0));
 });
 const progress = jobProgressWriter(db);
-prepareParser();
 
 /**
  * A job writes faster than the checkpointer thread can copy the log back, and a log is started over only when it
@@ -89,7 +88,7 @@ const checkpointDuringJob = () => {
 };
 
 /** Runs a CSV import job between the group commits of JSON imports, telling the service of each transaction. */
-async function runJob(job: JobToRun, path: string): Promise<void> {
+async function runJob(job: JobToRun, parser: MessagePort): Promise<void> {
   /** The job's rows since its last checkpoint (JSON imports count theirs in rowsSinceCheckpoint). */
   let jobRowsSinceCheckpoint = 0;
   const onCommit: Parameters<typeof runCsvJob>[2]['onCommit'] = (commit) => {
@@ -103,7 +102,7 @@ async function runJob(job: JobToRun, path: string): Promise<void> {
     checkpointDuringJob();
   };
   db.pragma('journal_size_limit = -1');
-  const status = await runCsvJob(job, path, { writes, progress, onCommit, turns }).catch(() => 'failed' as const);
+  const status = await runCsvJob(job, parser, { writes, progress, onCommit, turns }).catch(() => 'failed' as const);
   db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT}`);
   post({ type: 'job-end', seq: job.seq, status });
   // What the job wrote since its last checkpoint (up to JOB_CHECKPOINT_ROWS rows) is copied by the checkpointer
@@ -111,14 +110,14 @@ async function runJob(job: JobToRun, path: string): Promise<void> {
   askForCheckpoint();
 }
 
-port.on('message', (message: ImportRequest | { type: 'job'; job: JobToRun; path: string } | 'stop') => {
+port.on('message', (message: ImportRequest | { type: 'job'; job: JobToRun; parser: MessagePort } | 'stop') => {
   clearTimeout(idle);
   if (message === 'stop') {
     // Asked only when no request or job is waiting. The connection is closed, so no lock of it outlives the thread.
     db.close();
     process.exit(0);
   }
-  if ('type' in message) void runJob(message.job, message.path);
+  if ('type' in message) void runJob(message.job, message.parser);
   else {
     turns.importTaken();
     queue.push(message);
