@@ -11,7 +11,7 @@
 // so the first row with an email is the one stored, as in file order.
 import { createReadStream } from 'node:fs';
 import type { MessagePort } from 'node:worker_threads';
-import { parse } from 'csv-parse';
+import { parse, type Options } from 'csv-parse';
 import { rowInput, type ColumnMap } from './csv-columns.ts';
 import type { SkippedRow } from './job-store.ts';
 import { packRow } from './packed-rows.ts';
@@ -49,6 +49,13 @@ export interface ParsedBatch {
 /** What the parser posts: batches, then the end (with the reason when the file could not be read to its end). */
 export type ParserMessage = ({ type: 'batch' } & ParsedBatch) | { type: 'end'; bytes: number; broken?: SkippedRow };
 
+/** A record as the parser hands it on: its cells, its (last) line in the file, and where it ends (bytes). */
+interface ParsedRow {
+  cells: string[];
+  line: number;
+  bytes: number;
+}
+
 /** The file, how its columns map to fields, the job's start (the rules' "now"), and the port to post batches to. */
 export interface ParserInput {
   path: string;
@@ -64,7 +71,10 @@ export interface ParserInput {
 export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): void {
   const check = rowChecker(() => new Date(startedAt));
   let credit = 0;
-  let line = 0;
+  /** The line of the last record parsed: the parser runs ahead of the records the stream has handed on. */
+  let parsedLine = 0;
+  /** Where the last record handed on ends in the file. */
+  let readBytes = 0;
   let lastSkipped = 0;
   let header = true;
   /** Where the rows posted so far end in the file. */
@@ -82,32 +92,33 @@ export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): v
   let ended = false;
   let closed = false;
 
+  const options: Options<ParsedRow, string[]> = {
+    bom: true,
+    // A quote inside an unquoted cell is taken as a character: exports by hand often have them.
+    relax_quotes: true,
+    relax_column_count: true,
+    skip_empty_lines: true,
+    skip_records_with_error: true,
+    // Each record carries its own line and end: by the time the stream hands it on, the parser may be rows ahead.
+    on_record: (cells, context) => {
+      parsedLine = context.lines;
+      return { cells, line: context.lines, bytes: context.bytes };
+    },
+    on_skip: (error) => {
+      const at = typeof error?.lines === 'number' ? error.lines : parsedLine + 1;
+      if (at === lastSkipped) return undefined; // one row may break more than one rule
+      lastSkipped = at;
+      windowSkipped.push({ line: at, email: null, reason: `Not a CSV row: ${error?.message ?? 'unreadable'}` });
+      return undefined;
+    },
+  };
   const file = createReadStream(path);
-  const parser = file.pipe(
-    parse({
-      bom: true,
-      // A quote inside an unquoted cell is taken as a character: exports by hand often have them.
-      relax_quotes: true,
-      relax_column_count: true,
-      skip_empty_lines: true,
-      skip_records_with_error: true,
-      on_record: (record: string[], context: { lines: number }) => {
-        line = context.lines;
-        return record;
-      },
-      on_skip: (error) => {
-        const at = typeof error?.lines === 'number' ? error.lines : line + 1;
-        if (at === lastSkipped) return undefined; // one row may break more than one rule
-        lastSkipped = at;
-        windowSkipped.push({ line: at, email: null, reason: `Not a CSV row: ${error?.message ?? 'unreadable'}` });
-        return undefined;
-      },
-    }),
-  );
+  // parse()'s typings only know records that stay arrays of cells.
+  const parser = file.pipe(parse(options as unknown as Options));
 
   /** Sorts the window by email and queues it as batches; the window's skipped rows go with its first batch. */
   const closeWindow = () => {
-    const bytes = parser.info.bytes;
+    const bytes = ended ? parser.info.bytes : readBytes;
     // Packed rows begin with the email, then the line: a plain sort orders them by email, repeats in file order.
     const records = window.sort();
     const skipped = windowSkipped;
@@ -168,8 +179,9 @@ export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): v
     file.destroy();
     parser.destroy();
   });
-  parser.on('data', (cells: string[]) => {
+  parser.on('data', ({ cells, line, bytes }: ParsedRow) => {
     if (ended) return;
+    readBytes = bytes;
     try {
       if (header) {
         header = false; // read by the service when the file arrived
