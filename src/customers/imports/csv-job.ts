@@ -1,7 +1,7 @@
 // Running one CSV import job on the import writer's connection. The parser (csv-parser.ts, on the service's event
-// loop) reads and checks the rows (in batches sorted by email) and posts them through a port while this thread writes them, in transactions of up to half a second; when a
-// write of the service asks for the lock through the write turns (db/database.ts), the transaction commits early
-// enough that the write waits about WAIT_BUDGET_MS at most. Each holds its rows, its skipped rows and the job's counts,
+// loop) reads and checks the rows (in batches sorted by email) and posts them through a port while this thread writes
+// them, in transactions of up to half a second; when a write of the service asks for the lock through the write turns
+// (db/database.ts), the transaction commits early enough that the write waits about WAIT_BUDGET_MS at most. Each holds its rows, its skipped rows and the job's counts,
 // so a crash loses nothing the counts report.
 import type { MessagePort } from 'node:worker_threads';
 import type { CustomerRecord } from '../../domain/customers.ts';

@@ -1,4 +1,4 @@
-// A checked row of a CSV job packed in one string, from the parser thread to the writer: a window of rows held as
+// A checked row of a CSV job packed in one string, from the parser to the writer thread: a window of rows held as
 // strings costs a tenth of the memory of objects, copies between threads fast, and sorts by email (then by line, so
 // rows repeating an email keep their file order) with a plain string comparison.
 import type { CustomerRecord, CustomerStatus } from '../../domain/customers.ts';
