@@ -3,7 +3,7 @@
 // 2026-11-20T12:00:00.000Z, so "one day in the future" ends at 2026-11-21T12:00:00.000Z.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Customer } from '../src/domain/customers.ts';
+import { parseIsoDate, type Customer } from '../src/domain/customers.ts';
 import { assertProblem, startService, type Reply, type TestService } from './helpers.ts';
 import { createCustomer, customerRow } from './support/customers.ts';
 
@@ -16,6 +16,26 @@ type CustomerBody = Omit<Customer, 'id'>;
 function body(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return { ...customerRow({ totalTransactions: 3, totalAmountSpent: 120.5, lastActivityDate: '2026-10-01T09:30:00.000Z' }), ...overrides };
 }
+
+test('parseIsoDate answers the same for a text it has read before, valid or not, and after many others', () => {
+  const cases: [string, number | undefined][] = [
+    ['2026-09-30', Date.UTC(2026, 8, 30)],
+    ['2025-12-01T09:30:00+01:00', Date.UTC(2025, 11, 1, 8, 30)],
+    ['2026-02-30', undefined],
+    ['yesterday', undefined],
+  ];
+  const check = () => {
+    for (const [text, expected] of cases) assert.equal(parseIsoDate(text), expected, text);
+  };
+  check();
+  check(); // remembered now
+  // More distinct dates than it remembers (every day from 1990 on), each right, then the first ones again.
+  for (let day = 0; day < 6000; day++) {
+    const ms = Date.UTC(1990, 0, 1 + day);
+    assert.equal(parseIsoDate(new Date(ms).toISOString().slice(0, 10)), ms);
+  }
+  check();
+});
 
 function qs(params: Record<string, string | number>): string {
   return `?${new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString()}`;

@@ -11,11 +11,16 @@ import {
 } from '../../domain/customers.ts';
 import type { Db } from '../../db/database.ts';
 
+/** Each status' place in the keys of StatsDelta.days. */
+const STATUS_PLACE = Object.fromEntries(CUSTOMER_STATUSES.map((status, i) => [status, i])) as Record<CustomerStatus, number>;
+
 /** Sums of customers and cents to add to (or, negative, take from) the aggregate tables. */
 export class StatsDelta {
   readonly totals = new Map<CustomerStatus, { customers: number; cents: number }>();
-  readonly days = new Map<string, { status: CustomerStatus; day: number; customers: number; cents: number }>();
-  readonly countries = new Map<string, { countryKey: string; status: CustomerStatus; customers: number }>();
+  /** Keyed by day and status (day * 4 + the status' place), so adding a customer builds no key. */
+  readonly days = new Map<number, { status: CustomerStatus; day: number; customers: number; cents: number }>();
+  /** Keyed by status, then country key. */
+  readonly countries = new Map<CustomerStatus, Map<string, { countryKey: string; status: CustomerStatus; customers: number }>>();
 
   /** Counts the customer in (sign 1) or out of (sign -1) the aggregates. */
   add(customer: Pick<CustomerRecord, 'status' | 'amountCents' | 'lastActivityAt'> & { countryKey: string }, sign: 1 | -1): void {
@@ -26,16 +31,17 @@ export class StatsDelta {
     this.totals.set(status, total);
 
     const day = dayOf(customer.lastActivityAt);
-    const dayKey = `${status}|${day}`;
+    const dayKey = day * 4 + STATUS_PLACE[status];
     const bucket = this.days.get(dayKey) ?? { status, day, customers: 0, cents: 0 };
     bucket.customers += sign;
     bucket.cents += sign * amountCents;
     this.days.set(dayKey, bucket);
 
-    const countryKeyStatus = `${countryKey}|${status}`;
-    const country = this.countries.get(countryKeyStatus) ?? { countryKey, status, customers: 0 };
+    const byCountry = this.countries.get(status) ?? new Map();
+    const country = byCountry.get(countryKey) ?? { countryKey, status, customers: 0 };
     country.customers += sign;
-    this.countries.set(countryKeyStatus, country);
+    byCountry.set(countryKey, country);
+    this.countries.set(status, byCountry);
   }
 
   /** Adds another delta's sums to this one. */
@@ -52,10 +58,14 @@ export class StatsDelta {
       bucket.cents += d.cents;
       this.days.set(key, bucket);
     }
-    for (const [key, c] of other.countries) {
-      const country = this.countries.get(key) ?? { countryKey: c.countryKey, status: c.status, customers: 0 };
-      country.customers += c.customers;
-      this.countries.set(key, country);
+    for (const [status, others] of other.countries) {
+      const byCountry = this.countries.get(status) ?? new Map();
+      for (const [key, c] of others) {
+        const country = byCountry.get(key) ?? { countryKey: c.countryKey, status: c.status, customers: 0 };
+        country.customers += c.customers;
+        byCountry.set(key, country);
+      }
+      this.countries.set(status, byCountry);
     }
   }
 }
@@ -105,10 +115,12 @@ export function createCustomerStats(db: Db) {
         upsertDay.run(d.status, d.day, d.customers, d.cents);
         if (d.customers < 0) dropEmptyDay.run(d.status, d.day);
       }
-      for (const c of delta.countries.values()) {
-        if (c.customers === 0) continue;
-        upsertCountry.run(c.countryKey, c.status, c.customers);
-        if (c.customers < 0) dropEmptyCountry.run(c.countryKey, c.status);
+      for (const byCountry of delta.countries.values()) {
+        for (const c of byCountry.values()) {
+          if (c.customers === 0) continue;
+          upsertCountry.run(c.countryKey, c.status, c.customers);
+          if (c.customers < 0) dropEmptyCountry.run(c.countryKey, c.status);
+        }
       }
     },
 

@@ -51,7 +51,17 @@ export function createCustomerWrites(db: Db) {
         stored.push(undefined);
         continue;
       }
-      const customer: StoredCustomer = { ...r, id: Number(result.lastInsertRowid), countryKey: key };
+      const customer: StoredCustomer = {
+        id: Number(result.lastInsertRowid),
+        name: r.name,
+        email: r.email,
+        country: r.country,
+        countryKey: key,
+        totalTransactions: r.totalTransactions,
+        amountCents: r.amountCents,
+        lastActivityAt: r.lastActivityAt,
+        status: r.status,
+      };
       delta.add(customer, 1);
       stored.push(customer);
       any = true;
