@@ -1,6 +1,6 @@
 // The checkpointer: a worker thread with its own connection that copies the write-ahead log into the database
-// when asked (imports.ts asks after large imports), so neither the event loop nor the import writer waits
-// for those writes and their fsync. Answers each 'checkpoint' with 'done'; 'stop' ends the thread.
+// when asked (imports.ts asks after large imports, and for the writer during a CSV job), so neither the event loop
+// nor the import writer waits for those writes and their fsync. Answers each 'checkpoint' with 'done'; 'stop' ends the thread.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openWriterConnection } from '../../db/database.ts';
 

@@ -118,6 +118,8 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       const thread = startWorkerThread(CHECKPOINTER_THREAD, { path: db.name }, [], { bundle: true });
       thread.on('message', () => {
         if (checkpointer !== thread) return;
+        // A job's writer finishes the checkpoint and starts the log over once this pass is done (writer.thread.ts).
+        if (job?.thread) job.thread.postMessage('checkpointed');
         const again = checkpointing === 'again';
         checkpointing = 'idle';
         if (again) checkpoint();
@@ -214,8 +216,6 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
         return;
       }
       const thread = writerThread();
-      // During a job the writer checkpoints itself: the checkpointer's heap (about 10 MB) waits for the job's end.
-      stopCheckpointer();
       job = { seq: toRun.seq, onEnd, reported: feed.beginWriteElsewhere(), thread };
       thread.postMessage({ type: 'job', job: toRun, parser }, [parser]);
     },
