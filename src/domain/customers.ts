@@ -57,6 +57,8 @@ export function parseIsoDate(text: string): number | undefined {
   const known = parsedDates.get(text);
   if (known !== undefined || parsedDates.has(text)) return known;
   const parsed = readIsoDate(text);
+  // Only texts as long as a date can be: long junk is not kept after its request.
+  if (text.length > REMEMBERED_LENGTH) return parsed;
   if (parsedDates.size >= PARSED_DATES) parsedDates.clear();
   parsedDates.set(text, parsed);
   return parsed;
@@ -68,6 +70,7 @@ export function parseIsoDate(text: string): number | undefined {
  */
 const parsedDates = new Map<string, number | undefined>();
 const PARSED_DATES = 4096;
+const REMEMBERED_LENGTH = 40;
 
 function readIsoDate(text: string): number | undefined {
   const match = ISO_DATE.exec(text.trim());
