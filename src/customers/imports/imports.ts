@@ -2,6 +2,7 @@
 // import writer thread, which groups them (writer.thread.ts), with the checkpointer thread copying the log they leave
 // into the database (checkpointer.thread.ts). Each batch lands in one transaction either way, and the change feed
 // hears of every transaction in commit order of its replies. CSV import jobs run on the same writer, one at a time.
+import { openSync } from 'node:fs';
 import { MessageChannel, type Worker } from 'node:worker_threads';
 import { countryKey, type CustomerRecord } from '../../domain/customers.ts';
 import type { CustomerChangeFeed } from '../change-feed.ts';
@@ -22,6 +23,22 @@ const WRITER_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 128
 
 const WRITER_THREAD = new URL('./writer.thread.ts', import.meta.url);
 const CHECKPOINTER_THREAD = new URL('./checkpointer.thread.ts', import.meta.url);
+
+/**
+ * A read-only descriptor of each database file this process has run a CSV job on, for the writer thread to sync the
+ * file off the write lock (writer.thread.ts). Opened at the first job and never closed: closing any descriptor of a
+ * file drops every POSIX lock this process holds on it, SQLite's own included (another process could then take the
+ * database for unused and remove its log), and the service's connections hold them while it runs.
+ */
+const syncDescriptors = new Map<string, number>();
+function syncDescriptor(path: string): number {
+  let fd = syncDescriptors.get(path);
+  if (fd === undefined) {
+    fd = openSync(path, 'r');
+    syncDescriptors.set(path, fd);
+  }
+  return fd;
+}
 
 /** The threads stop after this long without work, and start again with the next import. */
 const IDLE_MS = 10_000;
@@ -217,7 +234,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       }
       const thread = writerThread();
       job = { seq: toRun.seq, onEnd, reported: feed.beginWriteElsewhere(), thread };
-      thread.postMessage({ type: 'job', job: toRun, parser }, [parser]);
+      thread.postMessage({ type: 'job', job: toRun, parser, syncFd: syncDescriptor(db.name) }, [parser]);
     },
 
     /** Stores the records in one transaction, possibly shared with other imports; resolves to the ids as `insertNow` returns them. */
