@@ -25,10 +25,11 @@ const WRITER_THREAD = new URL('./writer.thread.ts', import.meta.url);
 const CHECKPOINTER_THREAD = new URL('./checkpointer.thread.ts', import.meta.url);
 
 /**
- * A read-only descriptor of each database file this process has run a CSV job on, for the writer thread to sync the
- * file off the write lock (writer.thread.ts). Opened at the first job and never closed: closing any descriptor of a
- * file drops every POSIX lock this process holds on it, SQLite's own included (another process could then take the
- * database for unused and remove its log), and the service's connections hold them while it runs.
+ * A read-only descriptor of each database file (and of its log) this process has run a CSV job on, for the writer
+ * thread to sync the file off the write lock, and the log in steps (writer.thread.ts). Opened at the first job and
+ * never closed: closing any descriptor of a file drops every POSIX lock this process holds on it, SQLite's own
+ * included (another process could then take the database for unused and remove its log), and the service's
+ * connections hold them while it runs.
  */
 const syncDescriptors = new Map<string, number>();
 function syncDescriptor(path: string): number {
@@ -38,6 +39,15 @@ function syncDescriptor(path: string): number {
     syncDescriptors.set(path, fd);
   }
   return fd;
+}
+
+/** The descriptor of the database's log, or -1 when there is none to sync (SQLite had not created it). */
+function logDescriptor(path: string): number {
+  try {
+    return syncDescriptor(`${path}-wal`);
+  } catch {
+    return -1;
+  }
 }
 
 /** The threads stop after this long without work, and start again with the next import. */
@@ -234,7 +244,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       }
       const thread = writerThread();
       job = { seq: toRun.seq, onEnd, reported: feed.beginWriteElsewhere(), thread };
-      thread.postMessage({ type: 'job', job: toRun, parser, syncFd: syncDescriptor(db.name) }, [parser]);
+      thread.postMessage({ type: 'job', job: toRun, parser, syncFd: syncDescriptor(db.name), logFd: logDescriptor(db.name) }, [parser]);
     },
 
     /** Stores the records in one transaction, possibly shared with other imports; resolves to the ids as `insertNow` returns them. */
