@@ -228,6 +228,8 @@ describe('a CSV job whose file cannot be read', () => {
       const skipped = await other.request('GET', `/v1/customers/imports/${first.body.id}/failures.csv`, { token: lead });
       const expected = [...BAD].map((i) => `${i + 2},long${i}@gone.example.com,Invalid name.\r\n`).join('');
       assert.equal(skipped.text, `line,email,reason\r\n${expected}`);
+      const found = await other.request('GET', '/v1/customers?search=gone.example.com&limit=1', { token: lead });
+      assert.equal(found.body.total, 60_000 - BAD.size, 'every stored row is in the search index');
       assert.equal((await other.request('GET', '/health')).status, 200);
     } finally {
       await other.close();
