@@ -208,8 +208,11 @@ describe('a CSV job whose file cannot be read', () => {
       // Row i is on line i + 2; the rows at BAD have no name. The parser reads ahead of the rows it hands on (and
       // pauses while the writer is behind), so each skipped row must keep its own line.
       const BAD = new Set([0, 1, 15, 16, 17, 20_000, 39_999, 40_000, 40_001, 59_999]);
+      // The rows at REPEATS repeat an earlier row's email in the same window of rows sorted by email, from another
+      // run of it (the parser sorts runs of 5,000 rows and merges them): the earlier row is the one stored.
+      const REPEATS = new Map([[7_000, 100], [28_000, 12_000]]);
       const csv = (name: string, n: number) =>
-        `email,name,country,orders,amount,last_activity,status\n${Array.from({ length: n }, (_, i) => `${name}${i}@gone.example.com,${BAD.has(i) ? '' : `${name} ${i}`},Norway,1,5,2026-11-01,active`).join('\n')}\n`;
+        `email,name,country,orders,amount,last_activity,status\n${Array.from({ length: n }, (_, i) => `${name}${REPEATS.get(i) ?? i}@gone.example.com,${BAD.has(i) ? '' : `${name} ${i}`},Norway,1,5,2026-11-01,active`).join('\n')}\n`;
       const post = (text: string) => other.request('POST', '/v1/customers/imports', { token: lead, raw: text, headers: { 'content-type': 'text/csv' } });
       const first = await post(csv('long', 60_000));
       const second = await post(csv('gone', 3));
@@ -224,12 +227,23 @@ describe('a CSV job whose file cannot be read', () => {
       assert.match(failures.text, /^line,email,reason\r\n1,,The file could not be read from here on: ENOENT\r\n$/);
       await other.waitForLog((line) => line.msg === 'import job ended' && line.jobId === first.body.id);
       const done = (await other.request('GET', `/v1/customers/imports/${first.body.id}`, { token: lead })).body;
-      assert.deepEqual([done.status, done.imported, done.skipped], ['completed', 60_000 - BAD.size, BAD.size]);
+      const skippedRows = BAD.size + REPEATS.size;
+      assert.deepEqual([done.status, done.imported, done.skipped], ['completed', 60_000 - skippedRows, skippedRows]);
       const skipped = await other.request('GET', `/v1/customers/imports/${first.body.id}/failures.csv`, { token: lead });
-      const expected = [...BAD].map((i) => `${i + 2},long${i}@gone.example.com,Invalid name.\r\n`).join('');
+      const expected = [...BAD, ...REPEATS.keys()]
+        .sort((a, b) => a - b)
+        .map((i) => {
+          const address = `long${REPEATS.get(i) ?? i}@gone.example.com`;
+          return `${i + 2},${address},${BAD.has(i) ? 'Invalid name.' : `A customer with the email ${address} already exists.`}\r\n`;
+        })
+        .join('');
       assert.equal(skipped.text, `line,email,reason\r\n${expected}`);
       const found = await other.request('GET', '/v1/customers?search=gone.example.com&limit=1', { token: lead });
-      assert.equal(found.body.total, 60_000 - BAD.size, 'every stored row is in the search index');
+      assert.equal(found.body.total, 60_000 - skippedRows, 'every stored row is in the search index');
+      for (const [repeat, first] of REPEATS) {
+        const list = await other.request('GET', `/v1/customers?search=${encodeURIComponent(`long${first}@gone.example.com`)}`, { token: lead });
+        assert.deepEqual(list.body.items.map((c: { name: string }) => c.name), [`long ${first}`], `line ${repeat + 2} repeats line ${first + 2}`);
+      }
       assert.equal((await other.request('GET', '/health')).status, 200);
     } finally {
       await other.close();

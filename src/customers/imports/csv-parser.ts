@@ -2,8 +2,8 @@
 // the customer rules) and posts batches of checked rows through a MessagePort to the job on the import writer thread,
 // only as many as the writer has asked for, so a file of any size holds about two windows of rows (a few MB each) in
 // memory at most. It runs here rather than on a thread of its own: such a thread held about 40 MB (its heap and the
-// rest of an isolate) for work that takes the event loop a few milliseconds at a time (a chunk of 64 KB, a window's
-// sort).
+// rest of an isolate) for work that takes the event loop a few milliseconds at a time (a chunk of 64 KB, the sort of
+// a run of rows, the merge of a batch from a window's runs).
 //
 // Rows are posted a window at a time, sorted by email: a batch of the window then covers a narrow range of emails
 // (and, emails being first.last@..., of names), so the writer's transaction touches a few hundred pages of those two
@@ -24,6 +24,12 @@ import { rowChecker } from './row-check.ts';
  */
 const WINDOW_ROWS = 40_000;
 const FIRST_WINDOW_ROWS = 10_000;
+/**
+ * Rows are sorted in runs of this many as they are parsed, and each batch merged from its window's runs as it is
+ * posted: a window of 40,000 rows sorted at once held the event loop 50-105 ms on a slow machine (requests waited
+ * behind it), merged at once 21-27 ms; a run or a batch takes a few milliseconds.
+ */
+const RUN_ROWS = 5_000;
 /** Rows per batch posted to the writer. */
 const BATCH_ROWS = 5_000;
 /** A window also ends at this many characters of packed rows, so long rows cannot make it large. */
@@ -48,6 +54,11 @@ export interface ParsedBatch {
 
 /** What the parser posts: batches, then the end (with the reason when the file could not be read to its end). */
 export type ParserMessage = ({ type: 'batch' } & ParsedBatch) | { type: 'end'; bytes: number; broken?: SkippedRow };
+
+/** A message waiting to be posted: a batch's records are merged from its window's runs when it is posted. */
+type Ready =
+  | ({ type: 'batch'; merge: ReturnType<typeof runMerger>; part: number } & Omit<ParsedBatch, 'records'>)
+  | { type: 'end'; bytes: number; broken?: SkippedRow };
 
 /** A record as the parser hands it on: its cells, its (last) line in the file, and where it ends (bytes). */
 interface ParsedRow {
@@ -79,15 +90,17 @@ export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): v
   let header = true;
   /** Where the rows posted so far end in the file. */
   let postedBytes = 0;
-  let window: string[] = [];
+  /** The window's rows: sorted runs, and the run being filled. */
+  let runs: string[][] = [];
+  let run: string[] = [];
+  let windowRecords = 0;
   let windowChars = 0;
   let windowRows = FIRST_WINDOW_ROWS;
   let windowSkipped: SkippedRow[] = [];
-  /** Batches ready to post, in order; the end message last once the file is read. */
-  const ready: ParserMessage[] = [];
+  /** Batches ready to post, in order, each with the merge of its window's runs; the end message last once the file is read. */
+  const ready: Ready[] = [];
   /** Characters of the packed rows in `ready`. */
   let readyChars = 0;
-  const charsOf = (message: ParserMessage) => (message.type === 'batch' ? message.records.reduce((sum, row) => sum + row.length, 0) : 0);
   const waitingIsFull = () => ready.length >= READY_BATCHES || readyChars >= WINDOW_CHARS;
   let ended = false;
   let closed = false;
@@ -116,23 +129,26 @@ export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): v
   // parse()'s typings only know records that stay arrays of cells.
   const parser = file.pipe(parse(options as unknown as Options));
 
-  /** Sorts the window by email and queues it as batches; the window's skipped rows go with its first batch. */
+  /** Queues the window as batches in email order; the window's skipped rows go with its first batch. */
   const closeWindow = () => {
     const bytes = ended ? parser.info.bytes : readBytes;
-    // Packed rows begin with the email, then the line: a plain sort orders them by email, repeats in file order.
-    const records = window.sort();
+    if (run.length > 0) runs.push(run.sort());
+    const merge = runMerger(runs);
+    const records = windowRecords;
     const skipped = windowSkipped;
-    window = [];
+    runs = [];
+    run = [];
+    windowRecords = 0;
     windowSkipped = [];
     readyChars += windowChars;
     windowChars = 0;
-    const batches = Math.max(1, Math.ceil(records.length / BATCH_ROWS));
+    const batches = Math.max(1, Math.ceil(records / BATCH_ROWS));
     for (let i = 0; i < batches; i++) {
-      const part = records.slice(i * BATCH_ROWS, (i + 1) * BATCH_ROWS);
+      const part = Math.min(BATCH_ROWS, records - i * BATCH_ROWS);
       const own = i === 0 ? skipped : [];
       // A batch in the middle of a window reaches a share of the way through it: an estimate, never past the window.
       const reach = i === batches - 1 ? bytes : postedBytes + Math.floor(((bytes - postedBytes) * (i + 1)) / batches);
-      if (part.length + own.length > 0 || i === batches - 1) ready.push({ type: 'batch', records: part, skipped: own, rows: part.length + own.length, bytes: reach });
+      if (part + own.length > 0 || i === batches - 1) ready.push({ type: 'batch', merge, part, skipped: own, rows: part + own.length, bytes: reach });
     }
     postedBytes = bytes;
   };
@@ -141,8 +157,14 @@ export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): v
     if (closed) return;
     // The end needs no credit: it holds no rows.
     while (ready.length > 0 && (credit > 0 || ready[0]!.type === 'end')) {
-      const message = ready.shift()!;
-      readyChars -= charsOf(message);
+      const waiting = ready.shift()!;
+      let message: ParserMessage;
+      if (waiting.type === 'batch') {
+        const { merge, part, ...batch } = waiting;
+        const records = merge.take(part);
+        for (const row of records) readyChars -= row.length;
+        message = { ...batch, records };
+      } else message = waiting;
       port.postMessage(message);
       if (message.type === 'end') {
         port.close();
@@ -158,7 +180,7 @@ export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): v
     if (ended) return;
     ended = true;
     file.destroy();
-    if (window.length + windowSkipped.length > 0) closeWindow();
+    if (windowRecords + windowSkipped.length > 0) closeWindow();
     // A system error's message names the file's path on this machine: only its code goes out.
     const system = error as NodeJS.ErrnoException | undefined;
     const cause = typeof system?.syscall === 'string' ? system.code : error instanceof Error ? error.message : String(error);
@@ -190,10 +212,14 @@ export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): v
       const checked = check(rowInput(cells, columns));
       if (checked.ok) {
         const packed = packRow(line, checked.record);
-        window.push(packed);
+        windowRecords++;
         windowChars += packed.length;
+        if (run.push(packed) === RUN_ROWS) {
+          runs.push(run.sort());
+          run = [];
+        }
       } else windowSkipped.push({ line, email: checked.email, reason: checked.reason });
-      if (window.length + windowSkipped.length >= windowRows || windowChars >= WINDOW_CHARS) {
+      if (windowRecords + windowSkipped.length >= windowRows || windowChars >= WINDOW_CHARS) {
         closeWindow();
         windowRows = Math.min(WINDOW_ROWS, windowRows * 2);
         if (waitingIsFull()) parser.pause();
@@ -208,10 +234,38 @@ export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): v
   parser.on('end', () => {
     if (ended) return;
     ended = true;
-    if (window.length + windowSkipped.length > 0) closeWindow();
+    if (windowRecords + windowSkipped.length > 0) closeWindow();
     ready.push({ type: 'end', bytes: parser.info.bytes });
     pump();
   });
   parser.on('error', breakOff);
   file.on('error', breakOff); // pipe() passes on no error of its source
+}
+
+/**
+ * Hands out the rows of sorted runs in order, `take(n)` at a time. Packed rows begin with the email, then the line:
+ * a plain comparison orders them by email, repeats in file order, and no two are equal.
+ */
+export function runMerger(runs: readonly string[][]) {
+  const next = runs.map(() => 0);
+  return {
+    take(n: number): string[] {
+      const out: string[] = [];
+      while (out.length < n) {
+        let best = -1;
+        let first: string | undefined;
+        for (let r = 0; r < runs.length; r++) {
+          const row = runs[r]![next[r]!];
+          if (row !== undefined && (first === undefined || row < first)) {
+            best = r;
+            first = row;
+          }
+        }
+        if (first === undefined) break;
+        next[best]!++;
+        out.push(first);
+      }
+      return out;
+    },
+  };
 }
