@@ -251,7 +251,7 @@ export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): v
  * Hands out the rows of sorted runs in order, `take(n)` at a time. Packed rows begin with the email, then the line:
  * a plain comparison orders them by email, repeats in file order, and no two are equal.
  */
-export function runMerger(runs: readonly string[][]) {
+function runMerger(runs: readonly string[][]) {
   const next = runs.map(() => 0);
   return {
     take(n: number): string[] {

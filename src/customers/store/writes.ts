@@ -17,7 +17,7 @@ export type CustomerWrites = ReturnType<typeof createCustomerWrites>;
  * Inserted rows have their search text indexed this many at a time as the transaction goes, not all at its end: an
  * import job's transaction ends soon after a write of the service asks for the lock, and the trigram index of every
  * row it held (about 23 µs a row on a slow machine) made that write wait longer the more rows it held (commits of a
- * job into a million: p50 60 ms, p99 158 before; 39 and 106-134 after). Not row by row: each statement writes its
+ * job into a million: p50 60 ms, p99 158 before; 37-42 and 99-134 after). Not row by row: each statement writes its
  * rows' trigrams to the index as a new segment, to be merged later (250 at a time cost about 5% of the speed of
  * inserts in process, 1,000 nothing measurable).
  */
