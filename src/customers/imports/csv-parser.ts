@@ -61,9 +61,7 @@ export interface ParsedBatch {
 export type ParserMessage = ({ type: 'batch' } & ParsedBatch) | { type: 'end'; bytes: number; broken?: SkippedRow };
 
 /** A message waiting to be posted: a batch's records are merged from its window's runs when it is posted. */
-type Ready =
-  | ({ type: 'batch'; merge: ReturnType<typeof runMerger>; part: number } & Omit<ParsedBatch, 'records'>)
-  | { type: 'end'; bytes: number; broken?: SkippedRow };
+type Ready = ({ type: 'batch'; merge: ReturnType<typeof runMerger>; part: number } & Omit<ParsedBatch, 'records'>) | Extract<ParserMessage, { type: 'end' }>;
 
 /** A record as the parser hands it on: its cells, its (last) line in the file, and where it ends (bytes). */
 interface ParsedRow {
