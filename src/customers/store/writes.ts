@@ -14,12 +14,15 @@ export type BatchResult = { stored: (StoredCustomer | undefined)[] } | { error: 
 export type CustomerWrites = ReturnType<typeof createCustomerWrites>;
 
 /**
- * Inserted rows have their search text indexed this many at a time as the transaction goes, not all at its end: an
- * import job's transaction ends soon after a write of the service asks for the lock, and the trigram index of every
- * row it held (about 23 µs a row on a slow machine) made that write wait longer the more rows it held (commits of a
- * job into a million: p50 60 ms, p99 158 before; 37-42 and 99-134 after). Not row by row: each statement writes its
- * rows' trigrams to the index as a new segment, to be merged later (250 at a time cost about 5% of the speed of
- * inserts in process, 1,000 nothing measurable).
+ * Inserted rows have their search text indexed as the transaction goes, not all at its end: an import job's
+ * transaction ends soon after a write of the service asks for the lock, and the trigram index of every row it held
+ * (about 23 µs a row on a slow machine) made that write wait longer the more rows it held (commits of a job into a
+ * million: p50 60 ms, p99 158 before; 37-42 and 99-134 after). Not row by row: each statement writes its rows'
+ * trigrams to the index as a new segment, to be merged later. So a statement indexes this many rows, or as many as
+ * the transaction has indexed before, whichever is more: at most half a transaction's rows wait for its end, and a
+ * job's transaction of 20,000 rows (none waiting for it) writes 6 segments, not 40. With 500 rows at a time whatever
+ * the transaction, such transactions went about 6% slower in process, and a job's log between two restarts grew
+ * from 1.1-1.2 times its database to 1.2-1.5.
  */
 const TEXT_CHUNK_ROWS = 500;
 
@@ -48,10 +51,11 @@ export function createCustomerWrites(db: Db) {
 
   /**
    * Inserts the records `next` hands out one at a time (until it returns undefined) and indexes their search text
-   * TEXT_CHUNK_ROWS rows at a time, in one statement each; adds them to `delta`.
+   * as it goes, in statements of TEXT_CHUNK_ROWS rows or as many as it indexed before; adds them to `delta`.
    */
   const insertEach = (next: () => CustomerRecord | undefined, now: number, delta: StatsDelta): (StoredCustomer | undefined)[] => {
     let indexedTo = lastId.get() as number;
+    let indexed = 0;
     let unindexed = 0;
     const stored: (StoredCustomer | undefined)[] = [];
     for (let r = next(); r !== undefined; r = next()) {
@@ -74,9 +78,10 @@ export function createCustomerWrites(db: Db) {
       };
       delta.add(customer, 1);
       stored.push(customer);
-      if (++unindexed === TEXT_CHUNK_ROWS) {
+      if (++unindexed >= Math.max(TEXT_CHUNK_ROWS, indexed)) {
         indexTextFrom.run(indexedTo);
         indexedTo = customer.id;
+        indexed += unindexed;
         unindexed = 0;
       }
     }
