@@ -111,7 +111,7 @@ for (const provider of ['openai', 'anthropic'] as const) {
       assert.equal(reply.status, 200, reply.text);
       assert.deepEqual(reply.body.conditions, germany);
       const retry = promptText(fake.requests.at(-1)!.body);
-      assert.match(retry, /That reply could not be used: conditions\.0\.field: Must be one of country, totalTransactions, totalAmountSpent, lastActivityDays\./);
+      assert.match(retry, /That reply could not be used: conditions\.0\.field: Must be one of country, status, totalTransactions, totalAmountSpent, lastActivityDays\./);
     });
 
     test('two unusable answers are 502 llm_error; no conditions at all is 400 on description', async (t) => {

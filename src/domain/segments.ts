@@ -1,5 +1,5 @@
 // Segment conditions and their meaning: each set of conditions becomes inclusive integer bounds per column.
-import { DAY_MS } from './customers.ts';
+import { countryKey, CUSTOMER_STATUSES, DAY_MS, type CustomerStatus } from './customers.ts';
 
 export const NUMERIC_FIELDS = ['totalTransactions', 'totalAmountSpent', 'lastActivityDays'] as const;
 export const NUMERIC_OPERATORS = ['gt', 'gte', 'lt', 'lte'] as const;
@@ -7,14 +7,29 @@ export const NUMERIC_OPERATORS = ['gt', 'gte', 'lt', 'lte'] as const;
 export type NumericField = (typeof NUMERIC_FIELDS)[number];
 export type NumericOperator = (typeof NUMERIC_OPERATORS)[number];
 
+/** Operators of `country` and `status`: equality, inequality, and membership of a list. */
+export const CHOICE_OPERATORS = ['eq', 'neq', 'in'] as const;
+
 export type Condition =
-  | { field: 'country'; operator: 'eq'; value: string }
+  | { field: 'country'; operator: 'eq' | 'neq'; value: string }
+  | { field: 'country'; operator: 'in'; value: string[] }
+  | { field: 'status'; operator: 'eq' | 'neq'; value: CustomerStatus }
+  | { field: 'status'; operator: 'in'; value: CustomerStatus[] }
   | { field: NumericField; operator: NumericOperator; value: number };
+
+/** The bit of a status in `Bounds.statuses`: 1 << its place in CUSTOMER_STATUSES. */
+export const STATUS_BIT = Object.fromEntries(CUSTOMER_STATUSES.map((s, i) => [s, 1 << i])) as Record<CustomerStatus, number>;
+/** Every status's bit: no status condition. */
+export const ANY_STATUS = 7;
 
 /** Inclusive bounds on stored columns; a customer matches when every column lies within its bounds. */
 export interface Bounds {
-  /** Lower-cased country the customer must have, or undefined for any. */
-  countryKey: string | undefined;
+  /** Lower-cased countries the customer must have one of (sorted, none excluded), or undefined for any. */
+  countryKeys: string[] | undefined;
+  /** Lower-cased countries the customer must not have (sorted); empty whenever `countryKeys` is set. */
+  excludedCountryKeys: string[];
+  /** The statuses allowed, as a mask of STATUS_BIT; ANY_STATUS for no condition, never 0. */
+  statuses: number;
   transactions: [number, number];
   cents: [number, number];
   lastActivityAt: [number, number];
@@ -65,6 +80,9 @@ function centBounds(operator: NumericOperator, value: number): Range {
   return rangeFor(operator, first((k) => k / 100 >= value), first((k) => k / 100 > value));
 }
 
+/** The statuses a mask of STATUS_BIT allows, in the API's order. */
+export const statusesOf = (mask: number): CustomerStatus[] => CUSTOMER_STATUSES.filter((s) => (mask & STATUS_BIT[s]) !== 0);
+
 function intersect(range: Range, other: Range): void {
   range[0] = Math.max(range[0], other[0]);
   range[1] = Math.min(range[1], other[1]);
@@ -76,8 +94,13 @@ function intersect(range: Range, other: Range): void {
  * the boundary. Amounts compare as `cents / 100` with the value, exactly as the stored number reads.
  */
 export function compileConditions(conditions: readonly Condition[], now: Date): Bounds | null {
+  let allowed: Set<string> | undefined;
+  const excluded = new Set<string>();
+  let statuses = ANY_STATUS;
   const bounds: Bounds = {
-    countryKey: undefined,
+    countryKeys: undefined,
+    excludedCountryKeys: [],
+    statuses: ANY_STATUS,
     transactions: [-Infinity, Infinity],
     cents: [-Infinity, Infinity],
     lastActivityAt: [-Infinity, Infinity],
@@ -85,9 +108,17 @@ export function compileConditions(conditions: readonly Condition[], now: Date): 
   for (const condition of conditions) {
     switch (condition.field) {
       case 'country': {
-        const key = condition.value.trim().toLowerCase();
-        if (bounds.countryKey !== undefined && bounds.countryKey !== key) return null;
-        bounds.countryKey = key;
+        if (condition.operator === 'neq') {
+          excluded.add(countryKey(condition.value));
+          break;
+        }
+        const keys = new Set((condition.operator === 'in' ? condition.value : [condition.value]).map(countryKey));
+        allowed = allowed ? new Set([...allowed].filter((k) => keys.has(k))) : keys;
+        break;
+      }
+      case 'status': {
+        const bits = (condition.operator === 'in' ? condition.value : [condition.value]).reduce((m, s) => m | STATUS_BIT[s], 0);
+        statuses &= condition.operator === 'neq' ? ~bits : bits;
         break;
       }
       case 'totalTransactions':
@@ -105,6 +136,12 @@ export function compileConditions(conditions: readonly Condition[], now: Date): 
       }
     }
   }
+  if (allowed) {
+    bounds.countryKeys = [...allowed].filter((k) => !excluded.has(k)).sort();
+    if (bounds.countryKeys.length === 0) return null;
+  } else bounds.excludedCountryKeys = [...excluded].sort();
+  bounds.statuses = statuses & ANY_STATUS;
+  if (bounds.statuses === 0) return null;
   const empty = (r: Range) => r[0] > r[1];
   return empty(bounds.transactions) || empty(bounds.cents) || empty(bounds.lastActivityAt) ? null : bounds;
 }
@@ -116,7 +153,14 @@ const AMOUNT: Record<NumericOperator, string> = { gt: 'more than', gte: 'at leas
 
 /** Returns one condition in plain words, such as "with at least 5 purchases" or "active in the last 30 days". */
 export function describeCondition(condition: Condition): string {
-  if (condition.field === 'country') return `in ${condition.value.trim()}`;
+  if (condition.field === 'country') {
+    if (condition.operator === 'in') return `in ${listed(condition.value.map((c) => c.trim()), 'or')}`;
+    return `${condition.operator === 'neq' ? 'outside' : 'in'} ${condition.value.trim()}`;
+  }
+  if (condition.field === 'status') {
+    if (condition.operator === 'in') return `who are ${listed(condition.value, 'or')}`;
+    return `who are ${condition.operator === 'neq' ? 'not ' : ''}${condition.value}`;
+  }
   const n = NUMBER.format(condition.value);
   switch (condition.field) {
     case 'totalTransactions':
@@ -135,6 +179,11 @@ export function describeCondition(condition: Condition): string {
           return `active within the last ${n} days`;
       }
   }
+}
+
+/** Returns "a", "a or b", "a, b or c". */
+function listed(items: readonly string[], last: 'or' | 'and'): string {
+  return items.length < 2 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} ${last} ${items.at(-1)}`;
 }
 
 /** Returns the audience in words: "customers in Germany with at least 5 purchases, active in the last 30 days". */

@@ -1,22 +1,84 @@
 // Schemas of segment conditions, segments and their requests.
 import * as v from 'valibot';
-import { NUMERIC_FIELDS, NUMERIC_OPERATORS } from '../domain/segments.ts';
+import { countryKey, CUSTOMER_STATUSES, type CustomerStatus } from '../domain/customers.ts';
+import { CHOICE_OPERATORS, NUMERIC_FIELDS, NUMERIC_OPERATORS } from '../domain/segments.ts';
 import { Counter, nonBlankPattern, Timestamp, TrimmedText } from './common.ts';
 
-const FIELDS = ['country', ...NUMERIC_FIELDS];
+const FIELDS = ['country', 'status', ...NUMERIC_FIELDS];
 
-export const CountryCondition = v.object({
-  field: v.literal('country'),
-  operator: v.literal('eq', 'country takes the operator eq.'),
-  value: v.pipe(
-    v.string('Must be a country name.'),
-    v.trim(),
-    v.minLength(1, 'Must not be empty.'),
-    v.maxLength(80, 'Must be at most 80 characters.'),
-    nonBlankPattern(),
-    v.description('A country name, compared trimmed and ignoring case.'),
-  ),
-});
+const CountryName = v.pipe(
+  v.string('Must be a country name.'),
+  v.trim(),
+  v.minLength(1, 'Must not be empty.'),
+  v.maxLength(80, 'Must be at most 80 characters.'),
+  nonBlankPattern(),
+  v.description('A country name, compared trimmed and ignoring case.'),
+);
+
+const Status = v.picklist(CUSTOMER_STATUSES, `Must be one of ${CUSTOMER_STATUSES.join(', ')}, in lower case.`);
+
+/**
+ * An array whose failing item is reported at the array itself ("Item 2: Must not be empty." on `conditions.N.value`,
+ * the field product.md names), not at `conditions.N.value.1`. It is valibot's array schema with its run wrapped,
+ * so the JSON Schema of the OpenAPI document and of the model still describes each item.
+ */
+function listOf<T extends v.GenericSchema>(item: T, message: string): v.ArraySchema<T, string> {
+  const array = v.array(item, message);
+  const run: (typeof array)['~run'] = (dataset, config) => {
+    const out = array['~run'](dataset, config);
+    for (const issue of (out.issues ?? []) as { path?: v.IssuePathItem[]; message: string }[]) {
+      const at = issue.path?.[0]?.key;
+      if (typeof at === 'number') issue.message = `Item ${at + 1}: ${issue.message}`;
+      issue.path = undefined;
+    }
+    return out;
+  };
+  // Requests are checked through `~run` (v.safeParse); the Standard Schema interface, unused here, keeps item paths.
+  return { ...array, '~run': run };
+}
+
+/** Whether no two items are the same once `key` has read them. */
+const distinct = <T>(key: (item: T) => string) => (items: T[]) => new Set(items.map(key)).size === items.length;
+
+const choices = (field: string) => `${field} takes one of ${CHOICE_OPERATORS.join(', ')}.`;
+
+export const CountryCondition = v.variant('operator', [
+  v.object({
+    field: v.literal('country'),
+    operator: v.picklist(['eq', 'neq']),
+    value: v.pipe(CountryName, v.description('A country name, compared trimmed and ignoring case: `eq` is that country, `neq` any other.')),
+  }),
+  v.object({
+    field: v.literal('country'),
+    operator: v.literal('in'),
+    value: v.pipe(
+      listOf(CountryName, 'Must be an array of country names.'),
+      v.minLength(1, 'Must hold at least 1 country.'),
+      v.maxLength(50, 'Must hold at most 50 countries.'),
+      v.check(distinct(countryKey), 'Must not name a country twice (ignoring case).'),
+      v.description('1 to 50 distinct country names, each compared trimmed and ignoring case: the customer is in one of them.'),
+    ),
+  }),
+]);
+
+export const StatusCondition = v.variant('operator', [
+  v.object({
+    field: v.literal('status'),
+    operator: v.picklist(['eq', 'neq']),
+    value: v.pipe(Status, v.description('A customer status, in lower case: `eq` is that status, `neq` any other.')),
+  }),
+  v.object({
+    field: v.literal('status'),
+    operator: v.literal('in'),
+    value: v.pipe(
+      listOf(Status, `Must be an array of statuses (${CUSTOMER_STATUSES.join(', ')}).`),
+      v.minLength(1, 'Must hold at least 1 status.'),
+      v.maxLength(3, 'Must hold at most 3 statuses.'),
+      v.check(distinct((s: CustomerStatus) => s), 'Must not name a status twice.'),
+      v.description('1 to 3 distinct statuses, in lower case: the customer has one of them.'),
+    ),
+  }),
+]);
 
 export const NumericCondition = v.object({
   field: v.picklist(NUMERIC_FIELDS),
@@ -24,8 +86,11 @@ export const NumericCondition = v.object({
   value: v.pipe(v.number('Must be a number.'), v.finite('Must be a finite number.')),
 });
 
-/** One condition: a country equality, or a comparison of a numeric field with a number. */
-export const SegmentCondition = v.variant('field', [CountryCondition, NumericCondition], `Must be one of ${FIELDS.join(', ')}.`);
+/** One condition: a country or status (equal, not equal, one of a list), or a comparison of a numeric field with a number. */
+export const SegmentCondition = v.variant('field', [CountryCondition, StatusCondition, NumericCondition], (issue) =>
+  // The variant names the key it could not match: the field, or the operator of a known field.
+  issue.path?.[0]?.key === 'operator' ? choices(String((issue.path[0].input as { field: unknown }).field)) : `Must be one of ${FIELDS.join(', ')}.`,
+);
 
 export const Conditions = v.pipe(
   v.array(SegmentCondition, 'Must be an array of conditions.'),
@@ -46,8 +111,8 @@ export const SegmentChanges = v.object({ name: v.optional(SegmentName), conditio
 export const StoredCondition = v.object({
   id: v.string(),
   field: v.picklist(FIELDS),
-  operator: v.picklist(['eq', ...NUMERIC_OPERATORS]),
-  value: v.union([v.string(), v.number()]),
+  operator: v.picklist([...CHOICE_OPERATORS, ...NUMERIC_OPERATORS]),
+  value: v.union([v.string(), v.number(), v.array(v.string())]),
 });
 
 export const Segment = v.object({

@@ -1,48 +1,12 @@
-// Countries: the table of common names, codes and adjectives, the keys of a name, and the index of every way of
-// naming a stored country, with its two caches (stored names' keys, and the last index built).
+// Countries: the keys of a name, and the index of every way of naming a stored country (its names, the common names,
+// codes and demonyms of country-names.ts, and demonyms' plurals), with its two caches (stored names' keys, and the
+// last index built).
+import { COUNTRY_NAMES } from './country-names.ts';
 import { tokenize } from './tokens.ts';
 import { set } from './vocabulary.ts';
 
 const MAX_COUNTRY_LENGTH = 80;
 
-/**
- * Common names, codes and adjectives for countries, each line one country; used only when one stored name fits. Codes
- * that are also words or abbreviations (IT, AT, BE, NO, CA for California, "i.e.") are left out.
- */
-const COUNTRY_ALIASES = [
-  'united kingdom|uk|gb|great britain|britain|british',
-  'united states|united states of america|us|usa|america|american',
-  'germany|deutschland|de|german',
-  'france|fr|french',
-  'spain|espana|es|spanish',
-  'italy|italia|italian',
-  'netherlands|holland|nederland|nl|dutch',
-  'belgium|belgie|belgique|belgian',
-  'austria|osterreich|austrian',
-  'switzerland|schweiz|suisse|svizzera|ch|swiss',
-  'ireland|republic of ireland|eire|irish',
-  'portugal|pt|portuguese',
-  'poland|polska|pl|polish',
-  'sweden|sverige|se|swedish',
-  'denmark|danmark|dk|danish',
-  'norway|norge|norwegian',
-  'finland|suomi|fi|finnish',
-  'czech republic|czechia|cz|czech',
-  'greece|hellas|gr|greek',
-  'canada|canadian',
-  'australia|au|aus|australian',
-  'new zealand|nz',
-  'japan|jp|japanese',
-  'china|cn|chinese',
-  'brazil|brasil|br|brazilian',
-  'mexico|mx|mexican',
-  'south korea|republic of korea|kr',
-  'united arab emirates|uae|ae',
-  'turkey|turkiye|tr|turkish',
-  'south africa|za',
-  'luxembourg|lu',
-  'russia|russian federation|ru|russian',
-];
 /** Short names that are not English words, so they count in any case. */
 const ANY_CASE = set('uk usa uae');
 
@@ -64,7 +28,16 @@ function cachedKeysOf(name: string): string[] {
   return keys;
 }
 
-const ALIAS_KEYS = COUNTRY_ALIASES.map((line) => line.split('|').map(keysOf));
+/** A demonym's plural is a noun for the people ("Kenyans", "Brits"), except for the forms that take none ("French"). */
+const pluralOf = (demonym: string) => (/(sh|ch|ss|ese|s|x|z)$/.test(demonym) ? undefined : `${demonym}s`);
+
+/** Per line of the table: its names (plurals of demonyms included), and its demonyms, as keys. */
+const ALIAS_KEYS = COUNTRY_NAMES.map((line) => {
+  const [names = '', demonyms = ''] = line.split(' / ');
+  const people = demonyms.split('|').filter(Boolean);
+  const plurals = people.flatMap((d) => pluralOf(d) ?? []);
+  return { names: [...names.split('|'), ...plurals].map(keysOf), demonyms: people.map(keysOf) };
+});
 
 export interface CountryEntry {
   keys: string[];
@@ -72,6 +45,8 @@ export interface CountryEntry {
   stored: string | null;
   /** A short code: it counts only in capitals or after "the". */
   short: boolean;
+  /** A demonym ("Kenyan"): it names a country only where it qualifies people ("Kenyan customers"). */
+  demonym: boolean;
 }
 
 /** The last index built, by its countries: requests in a row see the same list. */
@@ -87,11 +62,17 @@ export function indexCountries(countries: readonly string[]): Map<string, Countr
 function buildIndex(countries: readonly string[]): Map<string, CountryEntry[]> {
   const entries = new Map<string, CountryEntry>();
   const storedByKey = new Map<string, string>();
-  const add = (keys: string[], stored: string | null) => {
+  const add = (keys: string[], stored: string | null, demonym: boolean) => {
     const joined = keys.join(' ');
-    if (keys.length === 0 || entries.has(joined)) return;
+    if (keys.length === 0) return;
+    const held = entries.get(joined);
+    // A stored name keeps its own meaning; a name or demonym two countries share ("Congolese") names neither
+    if (held) {
+      if (!storedByKey.has(joined) && held.stored !== stored) held.stored = null;
+      return;
+    }
     const short = keys.length === 1 && /^[a-z]{1,3}$/.test(joined) && !ANY_CASE.has(joined);
-    entries.set(joined, { keys, stored, short });
+    entries.set(joined, { keys, stored, short, demonym });
   };
   for (const raw of countries) {
     const name = raw.trim();
@@ -100,13 +81,14 @@ function buildIndex(countries: readonly string[]): Map<string, CountryEntry[]> {
     const joined = keys.join(' ');
     if (keys.length === 0 || storedByKey.has(joined)) continue;
     storedByKey.set(joined, name);
-    add(keys, name);
+    add(keys, name, false);
   }
-  for (const names of ALIAS_KEYS) {
+  for (const { names, demonyms } of ALIAS_KEYS) {
     const fits = [...new Set(names.map((k) => k.join(' ')).filter((k) => storedByKey.has(k)))];
     if (fits.length === 0) continue;
     const stored = fits.length === 1 ? (storedByKey.get(fits[0] as string) ?? null) : null;
-    for (const keys of names) add(keys, stored);
+    for (const keys of names) add(keys, stored, false);
+    for (const keys of demonyms) add(keys, stored, true);
   }
   const index = new Map<string, CountryEntry[]>();
   for (const entry of entries.values()) {

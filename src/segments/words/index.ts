@@ -18,13 +18,24 @@
 // - "between A and B", "A-B", "from A to B" include both ends. A bare number of purchases is exact ("with 2 orders":
 //   gte 2 and lte 2; none or zero: lte 0); a bare amount is a threshold reached ("who spent $500": gte 500).
 //   "Repeat" buyers are gte 2 purchases, "one-time" buyers exactly 1; vaguer words ("regulars", "big spenders", "VIP")
-//   and statuses ("churned", "inactive" without a duration) are unmatched.
-// - Countries: the stored names, ignoring case and accents, then a table of common names, codes and adjectives
-//   ("UK", "Deutschland", "German"), used only when exactly one stored country fits. Codes of 2-3 letters count when
-//   written in capitals ("US", not "us"), except uk, usa and uae. England, Scotland and Wales are not the United
-//   Kingdom; "South America" is not America. Conditions are ANDed, so a second different country, anything after
-//   "or", and anything negated ("not in France", "outside Germany") is unmatched, as is an eleventh condition.
-import type { Condition } from '../../domain/segments.ts';
+//   are unmatched. A unit or sign right after a number makes it something else ("spent 5 minutes", "over 50%": the
+//   whole phrase is unmatched); any other unknown word there is reported on its own and the number still read.
+// - Statuses (product.md 14): "churned" and "lapsed" are churned, "inactive" inactive, "active" active (eq); listed
+//   with "or", "and" or commas they are `in`; after "not", "except", "excluding", "non-", "no longer" they are `neq`,
+//   one per status. Only where no period follows or precedes: "inactive for 90 days" and "active in the last 2 weeks"
+//   stay days since the last activity, "churned last month", "recently churned" and "most active" are unmatched.
+// - Countries: the stored names, ignoring case and accents, then a table of common names, codes and demonyms
+//   (country-names.ts: "UK", "Deutschland", "Kenyan"), used only when exactly one stored country fits. A demonym
+//   counts where it qualifies people ("Kenyan customers", "Ghanaian repeat shoppers", "customers who are Kenyan",
+//   "Kenyans"), not elsewhere ("speak French"). Codes of 2-3 letters count when written in capitals ("US", not "us"),
+//   except uk, usa and uae. England, Scotland and Wales are not the United Kingdom; "South America" is not America.
+//   Countries listed after one "in" with "or", "and" or commas are one `in` (a list naming a country two stored
+//   names fit is unmatched); after "not in", "outside", "except (customers in)", "excluding", "other than" they are
+//   `neq`, one per country.
+// - Conditions are ANDed: a second country or status that allows (eq, in) beside a first, a condition that leaves no
+//   country or status ("in Kenya" and "outside Kenya"), anything after "or" that is not a list, and an eleventh
+//   condition are unmatched.
+import { compileConditions, type Condition } from '../../domain/segments.ts';
 import { indexCountries } from './countries.ts';
 import { Reader } from './reader.ts';
 import { tokenize, type Token } from './tokens.ts';
@@ -37,10 +48,17 @@ export interface WordsResult {
 }
 
 const MAX_CONDITIONS = 10;
+/** Any instant: only countries and statuses are compiled, and they do not depend on time. */
+const EPOCH = new Date(0);
 
-const sameCondition = (a: Condition, b: Condition) =>
-  a.field === b.field && a.operator === b.operator &&
-  (a.field === 'country' ? String(a.value).toLowerCase() === String(b.value).toLowerCase() : a.value === b.value);
+/** The value of a condition as a comparable key: lists of countries or statuses in any order, countries in any case. */
+const valueKey = (c: Condition) => {
+  const values = (Array.isArray(c.value) ? c.value : [c.value]).map((v) => (c.field === 'country' ? String(v).toLowerCase() : String(v)));
+  return JSON.stringify(Array.isArray(c.value) ? values.sort() : values);
+};
+const sameCondition = (a: Condition, b: Condition) => a.field === b.field && a.operator === b.operator && valueKey(a) === valueKey(b);
+/** A condition that allows a country or status (eq, in), not one that excludes it. */
+const allows = (c: Condition, field: 'country' | 'status') => c.field === field && c.operator !== 'neq';
 
 /** Returns the conditions a description asks for and the phrases it could not use; never throws. */
 export function conditionsFromWords(description: string, countries: readonly string[]): WordsResult {
@@ -55,8 +73,13 @@ export function conditionsFromWords(description: string, countries: readonly str
 
   const accept = (fresh: Condition[]) => {
     const added = fresh.filter((c) => !conditions.some((e) => sameCondition(e, c)));
-    const held = conditions.find((c) => c.field === 'country');
-    if (held && added.some((c) => c.field === 'country')) return false; // ANDed, two countries match no one
+    for (const field of ['country', 'status'] as const) {
+      // ANDed, a second country or status (or list of them) narrows the first to one or none: it is left to the reader
+      if (conditions.some((c) => allows(c, field)) && added.some((c) => allows(c, field))) return false;
+    }
+    // "in Kenya" and "outside Kenya", or every status excluded, match no one
+    const choices = [...conditions, ...added].filter((c) => c.field === 'country' || c.field === 'status');
+    if (compileConditions(choices, EPOCH) === null) return false;
     if (conditions.length + added.length > MAX_CONDITIONS) return false;
     conditions.push(...added);
     return true;

@@ -273,8 +273,8 @@ export class Reader {
     return { form: form ?? 'bare', bounds, units, end };
   }
 
-  /** The stored country named at `i` (after an optional "the"), or null when the name is ambiguous. */
-  country(i: number): { stored: string | null; end: number } | undefined {
+  /** The stored country named at `i` (after an optional "the"), or null when the name is ambiguous; whether a demonym. */
+  country(i: number): { stored: string | null; end: number; demonym: boolean } | undefined {
     const from = this.key(i) === 'the' ? i + 1 : i;
     const first = this.tokens[from];
     if (!first) return undefined;
@@ -283,7 +283,7 @@ export class Reader {
       if (!entry.keys.every((k, n) => this.key(from + n) === k)) continue;
       if (entry.short && !((first.caps && !this.shouting) || this.key(from - 1) === 'the')) continue;
       if (this.key(from + entry.keys.length) === '$') continue; // "US$" written apart
-      return { stored: entry.stored, end: from + entry.keys.length };
+      return { stored: entry.stored, end: from + entry.keys.length, demonym: entry.demonym };
     }
     return undefined;
   }

@@ -1,6 +1,7 @@
 // The rules, tried in order at each token: activity windows and their negations, inactivity, last activity, counts
-// of purchases, amounts spent and countries; each returns conditions or a phrase to report.
+// of purchases, amounts spent, then statuses and countries (choices.ts); each returns conditions or a phrase to report.
 import type { NumericField } from '../../domain/segments.ts';
+import { country, status } from './choices.ts';
 import type { Bound, Hit, Quantity, Reader, Rule } from './reader.ts';
 import {
   ACTIVITY_NOUNS,
@@ -10,7 +11,6 @@ import {
   AMOUNT_TRAILERS,
   ARTICLES,
   BUYER_NOUNS,
-  COUNTRY_PREPS,
   COUNT_FILLERS,
   COUNT_LEADS,
   DAYS_LEADS,
@@ -23,13 +23,16 @@ import {
   NEVER_FILLERS,
   NONE_OF,
   NOT_FILLERS,
+  OTHER_UNITS,
   ONE_TIME,
   PERIOD_WORDS,
   PER_ORDER,
   PURCHASE_NOUNS,
   PURCHASE_VERBS,
   REPEAT,
+  SILENT,
   THEIR,
+  TIME_WORDS,
   VERB_OBJECTS,
   WINDOW_PREPS,
   WITH_US,
@@ -39,9 +42,11 @@ import {
 /** Conditions on a numeric field from bounds, unless the reading goes on to a period or a kind it cannot keep. */
 function numeric(r: Reader, start: number, end: number, field: NumericField, bounds: Bound[]): Hit {
   if (r.qualifier(end)) return { start, end, reject: true, extend: true };
-  // a word right after the number that no rule reads makes it something else: "spent 5 minutes", "over 50%"
-  const next = r.key(end);
-  if (end < r.n && !isFiller(next) && !MARKERS.has(next) && !r.read(end)) return { start, end, reject: true, extend: true };
+  // a unit or sign right after the number makes it something else ("spent 5 minutes", "over 50%"); any other word
+  // no rule reads is a phrase of its own, reported apart ("spent over 500 xyz": the amount is still read)
+  const next = r.tokens[end];
+  const otherUnit = next && (next.kind !== 'word' || OTHER_UNITS.has(next.key) || TIME_WORDS.has(next.key));
+  if (otherUnit && !isFiller(next.key) && !MARKERS.has(next.key) && !r.read(end)) return { start, end, reject: true, extend: true };
   return { start, end, conditions: bounds.map(([operator, value]) => ({ field, operator, value })) };
 }
 
@@ -122,6 +127,7 @@ const activeWithin: Rule = (r, i) => {
   let j = r.phrase(from, ACTIVITY_VERBS);
   if (j < 0) j = r.phrase(from, ACTIVITY_NOUNS);
   if (j < 0) return undefined;
+  if (r.key(from) === 'active') j = r.skip(j, SILENT); // "active customers in the last 30 days"
   const w = window(r, r.optional(j, VERB_OBJECTS), false, false);
   return w && numeric(r, i, w.end, 'lastActivityDays', w.bounds);
 };
@@ -196,15 +202,7 @@ const amountByCurrency: Rule = (r, i) => {
   return numeric(r, i, Math.max(end, q.end), 'totalAmountSpent', amountBounds(q));
 };
 
-const country: Rule = (r, i) => {
-  const j = r.optional(i, COUNTRY_PREPS);
-  const found = r.country(j);
-  if (!found) return undefined;
-  if (found.stored === null) return { end: found.end, reject: true };
-  return { end: found.end, conditions: [{ field: 'country', operator: 'eq', value: found.stored }] };
-};
-
 export const RULES: Rule[] = [
   negatedActivity, zeroPurchases, inactiveFor, lastActivity, activeWithin, sinceLast, oneTimeOrRepeat, countByLead,
-  countByVerb, amountByLead, countByNoun, amountByCurrency, country,
+  countByVerb, amountByLead, countByNoun, amountByCurrency, status, country,
 ];

@@ -16,6 +16,7 @@ export const CONNECTORS = set('and but also plus who whose whom that which where
 export const SILENT = set(
   'customers customer people persons person users user clients client shoppers shopper buyers buyer members member ' +
     'contacts contact subscribers subscriber accounts account audience segment everyone everybody anyone all folks ' +
+    'purchasers consumers consumer residents resident nationals citizens expats households visitors ' +
     'those ones find show list get give select target targeting please want need looking',
 );
 /** Words that join a phrase but are not content on their own. */
@@ -53,9 +54,17 @@ export const WINDOW_PREPS = set('in within during over');
 export const NEGATED_PREPS = set('in within during over for since');
 export const QUALIFIER_PREPS = set('in from over for a an the');
 export const PURCHASE_NOUNS = set('purchase purchases order orders transaction transactions');
-export const CURRENCY_SYMBOLS = set('$ € £ ¥ ₹ us$ au$ ca$ nz$ hk$ s$');
-export const CURRENCY_CODES = set('usd eur gbp chf jpy cad aud nzd sek nok dkk pln czk inr');
-export const CURRENCY_WORDS = set('dollar dollars euro euros pound pounds quid buck bucks franc francs');
+export const CURRENCY_SYMBOLS = set('$ € £ ¥ ₹ ₦ ₵ us$ au$ ca$ nz$ hk$ s$');
+export const CURRENCY_CODES = set('usd eur gbp chf jpy cad aud nzd sek nok dkk pln czk inr kes ksh ngn ghs zar cny rmb');
+export const CURRENCY_WORDS = set(
+  'dollar dollars euro euros pound pounds quid buck bucks franc francs naira cedi cedis shilling shillings rand yen yuan rupee rupees',
+);
+/** Words right after a number that make it a measure of something else ("5 minutes", "50 points"), not money or orders. */
+export const OTHER_UNITS = set(
+  'minute minutes min mins hour hours hr hrs second seconds sec secs percent pct point points pts item items product ' +
+    'products piece pieces unit units visit visits click clicks email emails message messages page pages session sessions ' +
+    'view views review reviews star stars kg kilo kilos km mile miles',
+);
 
 export type Op = NumericOperator | 'eq';
 export const COMPARATORS: [string[], Op][] = (
@@ -132,3 +141,23 @@ export const RELATIVES = set('who that which whose');
 export const PER_ORDER = set('order orders purchase purchases transaction transactions basket cart value average item items product products ticket aov each per');
 /** Words after a count or an amount that limit it to a period or a kind, which no condition can express. */
 export const QUALIFIERS = set('of on per each every at via through since within during this last past previous monthly weekly daily yearly annually lately online offline before after until');
+
+/** The statuses named by a word (product.md 14): "lapsed" is churned. */
+export const STATUS_WORDS: Record<string, 'active' | 'inactive' | 'churned'> = table({
+  churned: 'churned', lapsed: 'churned', inactive: 'inactive', active: 'active',
+});
+/** Words before a status word that make it a degree or a time, not a status ("most active", "recently churned"). */
+export const STATUS_GUARDS = set('recently newly lately just most least more less very highly last');
+/** Words after a status that start a period: the words are then a time since the last activity, or nothing. */
+export const DURATION_LEADS = set('for since during within ago recently lately until before after');
+/** How the items of a list of countries or statuses are joined: "Kenya, Nigeria or Ghana". */
+export const LIST_LINKS = phrases(',', 'or', 'and', ', or', ', and', '/', '&', 'and / or');
+export const COUNTRY_NEGATIONS = phrases('not', 'outside', 'outside of', 'except', 'except for', 'excluding', 'other than', 'apart from');
+export const STATUS_NEGATIONS = phrases('not', 'except', 'except for', 'excluding', 'non', 'no longer', 'other than');
+/** Nouns for the people a demonym qualifies: "Kenyan customers", "Ghanaian shoppers". */
+export const PEOPLE = new Set([...BUYER_NOUNS, ...set(
+  'people persons person users user members member contacts contact subscribers subscriber accounts account audience ' +
+    'folks purchasers consumers consumer residents resident nationals citizens expats households visitors ones spenders',
+)]);
+/** Words between a negation and what it negates: "except (customers who are) in Kenya", "not (yet) churned". */
+export const NEGATION_FILLERS = new Set([...SILENT, ...set('who that which are is were been yet ever the either any')]);
