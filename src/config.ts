@@ -69,6 +69,8 @@ export interface Config {
     /** An attempt without a 2xx answer within this long has failed. */
     timeoutMs: number;
   };
+  /** ISO 4217 code (upper case) the console shows amounts in; unset: plain amounts, as the API has no currency. */
+  currency: string | undefined;
 }
 
 /** The waits before the retries of a webhook delivery: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
@@ -183,7 +185,17 @@ export function loadConfig(env: Env): Config {
       retryScheduleMs: retrySchedule(text('WEBHOOK_RETRY_SCHEDULE')),
       timeoutMs: integer('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     },
+    currency: currency(text('CURRENCY')),
   };
+}
+
+/** Returns CURRENCY upper-cased (`eur` is EUR); throws `ConfigError` unless it is three letters. */
+function currency(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  // Only the shape is checked: a browser formats any three-letter code, and a list of known codes would refuse one
+  // minted after this Node's ICU data.
+  if (!/^[A-Za-z]{3}$/.test(raw)) throw new ConfigError('CURRENCY', `expected a three-letter ISO 4217 currency code such as EUR or usd, got "${raw}"`);
+  return raw.toUpperCase();
 }
 
 /** Returns PUBLIC_URL without trailing slashes; throws `ConfigError` unless it is an http(s) URL without credentials, query or fragment. */

@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { assertProblem, startService } from './helpers.ts';
 import { tempDir } from './support/temp-dir.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 
@@ -116,5 +117,32 @@ test('config: PUBLIC_URL is an http(s) origin with an optional path, kept withou
   assert.equal(load({ PUBLIC_URL: 'https://example.com/campaigns//' }).publicUrl, 'https://example.com/campaigns');
   for (const bad of ['campaigns.example.com', 'ftp://example.com', 'https://user:pw@example.com', 'https://example.com/?a=1', 'https://example.com/#top']) {
     assertConfigError({ PUBLIC_URL: bad }, 'PUBLIC_URL');
+  }
+});
+
+test('config: CURRENCY is a three-letter ISO 4217 code, upper-cased (eur is EUR); unset by default; anything else stops start-up naming CURRENCY', () => {
+  const load = (env: Record<string, string>) => loadConfig({ DATABASE_PATH: join(tempDir(), 'money.db'), TOKEN_SECRET: SECRET, ...env });
+  assert.equal(load({}).currency, undefined);
+  assert.equal(load({ CURRENCY: 'EUR' }).currency, 'EUR');
+  assert.equal(load({ CURRENCY: ' eur ' }).currency, 'EUR');
+  assert.equal(load({ CURRENCY: 'Kes' }).currency, 'KES');
+  for (const bad of ['EURO', 'EU', '€', 'E1R', 'US$', 'EUR,USD']) assertConfigError({ CURRENCY: bad }, 'CURRENCY');
+});
+
+test('config: GET /v1/settings tells a signed-in client the CURRENCY (null when unset) and is documented', async () => {
+  const withCurrency = await startService({ env: { CURRENCY: 'eur' } });
+  const without = await startService();
+  try {
+    const token = await withCurrency.tokenFor('lifecycle_marketer');
+    const reply = await withCurrency.request('GET', '/v1/settings', { token });
+    assert.equal(reply.status, 200);
+    assert.deepEqual(reply.body, { currency: 'EUR' });
+    assert.deepEqual((await without.request('GET', '/v1/settings', { token: await without.tokenFor('admin') })).body, { currency: null });
+    assertProblem(await withCurrency.request('GET', '/v1/settings'), 401, 'unauthenticated');
+    const doc = (await withCurrency.request('GET', '/v1/openapi.json')).body;
+    assert.equal(doc.paths['/v1/settings'].get.operationId, 'system.settings');
+  } finally {
+    await withCurrency.close();
+    await without.close();
   }
 });

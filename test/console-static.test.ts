@@ -267,3 +267,39 @@ describe('console files', () => {
     assert.deepEqual(JSON.parse(JSON.stringify(CONSOLE_LIMITS)), SERVICE_LIMITS);
   });
 });
+
+describe('console styles', () => {
+  const css = onDisk('/app.css').toString('utf8');
+  /** The value of a custom property declared in :root. */
+  const variable = (name: string) => {
+    const found = new RegExp(`--${name}:\\s*(#[0-9a-f]{6})\\b`, 'i').exec(css);
+    assert.ok(found, `--${name} is not a #rrggbb colour in app.css`);
+    return found[1]!;
+  };
+  /** WCAG 2 contrast ratio of two #rrggbb colours. */
+  const contrast = (a: string, b: string) => {
+    const luminance = (hex: string) => {
+      const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255).map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+      return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+    };
+    const [light, dark] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+    return (light! + 0.05) / (dark! + 0.05);
+  };
+
+  test('the focus ring has at least 3:1 contrast against white and the page background', () => {
+    const ring = /:focus-visible\s*\{[^}]*outline:\s*\d+px solid var\(--([\w-]+)\)/.exec(css);
+    assert.ok(ring, 'no :focus-visible outline drawn in a colour variable');
+    const fields = /input:focus, select:focus, textarea:focus\s*\{[^}]*outline:\s*\d+px solid var\(--([\w-]+)\)/.exec(css);
+    assert.ok(fields, 'no focus outline on fields drawn in a colour variable');
+    for (const name of [ring[1]!, fields[1]!]) {
+      for (const background of ['#ffffff', variable('surface'), variable('page')]) {
+        const ratio = contrast(variable(name), background);
+        assert.ok(ratio >= 3, `--${name} on ${background}: ${ratio.toFixed(2)}:1`);
+      }
+    }
+  });
+
+  test('no rule breaks words anywhere they meet the edge (word-break: break-all cut "email" in the import help)', () => {
+    assert.doesNotMatch(css, /word-break:\s*break-all/);
+  });
+});

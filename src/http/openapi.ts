@@ -26,7 +26,7 @@ const NAMED_SCHEMAS: Record<string, v.GenericSchema> = {
 
 /** Every tag an operation may carry, with what it groups. */
 const TAGS: Record<string, string> = {
-  system: 'The health check and this document.',
+  system: 'The health check, this document, and the settings a client shows (currency).',
   auth: 'Signing in, renewing and revoking sessions: short-lived access tokens and single-use refresh tokens.',
   users: 'The signed-in user, and user management for admins.',
   customers: 'Customers with search, filters and paging, bulk import, and live aggregates: KPIs, trend, health score, top customers.',

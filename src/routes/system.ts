@@ -1,15 +1,23 @@
-// Health check and the machine description.
+// Health check, the machine description, and the settings the console shows by.
 import * as v from 'valibot';
 import type { Db } from '../db/database.ts';
 import { AppError } from '../domain/errors.ts';
 import { buildOpenApi } from '../http/openapi.ts';
-import { publicOperation, type Route } from '../http/operation.ts';
+import { operation, publicOperation, type Route } from '../http/operation.ts';
 
 /** These endpoints take no parameters: a client sending some has a wrong idea of them, which a 400 tells it. */
 const NoParameters = v.strictObject({}, 'Takes no query parameters.');
 
-/** Returns `/health` and `/v1/openapi.json`; the document is built once, on first request. */
-export function systemOperations({ db, routes }: { db: Db; routes: () => readonly Route[] }) {
+/** The service's settings a client shows its pages by. */
+export const Settings = v.object({
+  currency: v.pipe(
+    v.nullable(v.string()),
+    v.description('The ISO 4217 code amounts are in (the CURRENCY setting), such as EUR; null when unset: amounts are then plain numbers.'),
+  ),
+});
+
+/** Returns `/health`, `/v1/openapi.json` (the document built once, on first request) and `/v1/settings`. */
+export function systemOperations({ db, routes, currency }: { db: Db; routes: () => readonly Route[]; currency: string | undefined }) {
   const ping = db.prepare('SELECT 1');
   let document: unknown;
 
@@ -41,5 +49,16 @@ export function systemOperations({ db, routes }: { db: Db; routes: () => readonl
     },
   });
 
-  return { health, openapi };
+  const settings = operation({
+    operationId: 'system.settings',
+    summary: 'The settings a client shows amounts by: the currency they are in.',
+    tag: 'system',
+    query: NoParameters,
+    response: Settings,
+    handle() {
+      return { currency: currency ?? null };
+    },
+  });
+
+  return { health, openapi, settings };
 }

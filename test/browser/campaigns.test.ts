@@ -148,6 +148,7 @@ describe('console: campaigns, review, assistant, users', () => {
     await page.getByRole('link', { name: 'Users' }).click();
     const marketer = page.locator('tbody tr').filter({ hasText: harness.emails.lifecycle_marketer });
     await marketer.getByRole('combobox').selectOption('marketing_lead');
+    await page.getByRole('dialog').getByRole('button', { name: 'Change role' }).click();
     await page.getByText(/is now marketing lead/).waitFor();
     await marketer.getByRole('button', { name: 'Deactivate' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Deactivate' }).click();

@@ -9,6 +9,8 @@ import { count, money, moneyShort, month } from './format.js';
 
 const HEIGHT = 240;
 const PAD = { top: 12, right: 8, bottom: 28, left: 52 };
+/** About the width of one character of an axis label at its 11 px size, so the longest label decides the left margin. */
+const TICK_CHAR_WIDTH = 6.5;
 
 /**
  * Returns the chart element; it redraws itself when its width changes.
@@ -17,7 +19,11 @@ const PAD = { top: 12, right: 8, bottom: 28, left: 52 };
  */
 export function trendChart(points, metric) {
   const figure = h('figure', { class: 'chart' });
-  const caption = metric === 'value' ? 'Lifetime value of the customers last active in each month' : 'Customers last active in each month, churned ones shaded';
+  // Each customer counts once, in the month of their last activity: the chart is no history of sign-ups or sales.
+  const caption =
+    metric === 'value'
+      ? 'Lifetime value of customers, counting each customer by the month of their last activity'
+      : 'Customers counted by the month of their last activity, churned ones shaded';
   const plot = h('div', { class: 'chart-plot' });
   figure.append(plot, h('figcaption', { class: 'muted' }, caption), numbersTable(points));
   let drawnWidth = 0;
@@ -41,23 +47,24 @@ export function trendChart(points, metric) {
 function drawing(points, metric, width, label) {
   const values = points.map((p) => (metric === 'value' ? p.value : p.customers));
   const { max, step } = niceScale(Math.max(0, ...values));
-  const innerW = width - PAD.left - PAD.right;
+  const tickText = (/** @type {number} */ v) => (metric === 'value' ? moneyShort(v) : count(v));
+  const ticks = [];
+  for (let v = 0; v <= max; v += step) ticks.push({ v, text: tickText(v) });
+  // A currency makes the labels longer ("CHF 1.5M"): widen the margin rather than cut them at the edge.
+  const left = Math.max(PAD.left, 10 + Math.ceil(TICK_CHAR_WIDTH * Math.max(...ticks.map((t) => t.text.length))));
+  const innerW = width - left - PAD.right;
   const innerH = HEIGHT - PAD.top - PAD.bottom;
   const y = (/** @type {number} */ v) => PAD.top + innerH - (max ? (v / max) * innerH : 0);
   const slot = innerW / Math.max(points.length, 1);
   const barW = Math.max(4, Math.min(48, slot * 0.62));
   const labelEvery = Math.ceil(44 / slot);
-  const tickText = (/** @type {number} */ v) => (metric === 'value' ? moneyShort(v) : count(v));
 
-  const grid = [];
-  for (let v = 0; v <= max; v += step) {
-    grid.push(
-      svg('line', { x1: PAD.left, x2: width - PAD.right, y1: y(v), y2: y(v), class: 'grid' }),
-      svg('text', { x: PAD.left - 8, y: y(v) + 4, 'text-anchor': 'end', class: 'tick' }, tickText(v)),
-    );
-  }
+  const grid = ticks.flatMap(({ v, text }) => [
+    svg('line', { x1: left, x2: width - PAD.right, y1: y(v), y2: y(v), class: 'grid' }),
+    svg('text', { x: left - 8, y: y(v) + 4, 'text-anchor': 'end', class: 'tick' }, text),
+  ]);
   const bars = points.map((point, i) => {
-    const x = PAD.left + slot * i + (slot - barW) / 2;
+    const x = left + slot * i + (slot - barW) / 2;
     const total = values[i] ?? 0;
     const title = `${month(point.month)}: ${count(point.customers)} customers (${count(point.churned)} churned), value ${money(point.value)}`;
     const parts = [svg('rect', { x, y: y(total), width: barW, height: Math.max(0, y(0) - y(total)), rx: 3, class: 'bar' })];

@@ -1,7 +1,7 @@
 // @ts-check
 // The console's start: resume or ask for a session, then the sidebar layout and the screen the URL names.
 import { h, replace } from './dom.js';
-import { ROLE_NAMES } from './format.js';
+import { ROLE_NAMES, useCurrency } from './format.js';
 import { describe } from './problems.js';
 import { here, onNavigate } from './router.js';
 import * as session from './session.js';
@@ -58,11 +58,17 @@ function showSignIn(options = {}) {
   current?.controller.abort();
   current = null;
   shell = null;
-  signInScreen(app, { expired: options.expired, onSignedIn: () => showShell() });
+  signInScreen(app, { expired: options.expired, onSignedIn: () => showShell(true) });
 }
 
-function showShell() {
+/**
+ * The layout and the screen of the URL; after signing in the focus goes to the screen's heading, after a reload it
+ * stays at the top of the page as the browser left it.
+ * @param {boolean} moveFocus
+ */
+function showShell(moveFocus) {
   const user = /** @type {import('./types.js').User} */ (session.user());
+  useCurrency(session.settings().currency);
   const links = NAV.filter((item) => !item.allowed || item.allowed()).map((item) => h('a', { href: item.href }, item.label));
   const nav = h('nav', { id: 'primary-nav', 'aria-label': 'Main' }, h('ul', {}, links.map((link) => h('li', {}, link))));
   const toggle = h('button', { type: 'button', class: 'menu-toggle', 'aria-expanded': 'false', 'aria-controls': 'primary-nav' }, 'Menu');
@@ -92,7 +98,7 @@ function showShell() {
   );
   shell = { main, links, nav, toggle };
   current = null;
-  show(here(), false);
+  show(here(), moveFocus);
 }
 
 /**
@@ -125,7 +131,28 @@ function show(place, moveFocus = true) {
     current = { route: found.route, controller, view: undefined };
     current.view = found.route.screen(main, { params, query: place.query, signal: controller.signal });
   }
-  if (moveFocus) /** @type {HTMLElement | null} */ (main.querySelector('h1'))?.focus();
+  if (moveFocus) focusHeading(main, current?.controller.signal);
+}
+
+/**
+ * Moves the focus to the screen's heading (an h1 with tabindex -1), so a screen reader starts at the new page; a
+ * screen that loads first draws its heading later, so that one is awaited, unless the user has moved into the page
+ * meanwhile or left it.
+ * @param {HTMLElement} main
+ * @param {AbortSignal} [signal]
+ */
+function focusHeading(main, signal) {
+  const heading = () => /** @type {HTMLElement | null} */ (main.querySelector('h1'));
+  const found = heading();
+  if (found) return found.focus();
+  const watcher = new MutationObserver(() => {
+    const late = heading();
+    if (!late) return;
+    watcher.disconnect();
+    if (!main.contains(document.activeElement) || document.activeElement === main) late.focus();
+  });
+  watcher.observe(main, { childList: true, subtree: true });
+  signal?.addEventListener('abort', () => watcher.disconnect(), { once: true });
 }
 
 /** @param {HTMLElement} main */
@@ -143,7 +170,7 @@ session.onExpired(() => showSignIn({ expired: true }));
 async function start() {
   try {
     const user = await session.resume();
-    if (user) showShell();
+    if (user) showShell(false);
     else showSignIn();
   } catch (error) {
     const retry = h('button', { type: 'button', class: 'button' }, 'Try again');

@@ -16,6 +16,9 @@ let accessToken = null;
 let expiresAt = 0;
 /** @type {User | null} */
 let currentUser = null;
+/** @typedef {{ currency: string | null }} Settings */
+/** @type {Settings} */
+let serviceSettings = { currency: null };
 /** @type {Promise<string> | null} */
 let renewal = null;
 /** @type {ReturnType<typeof setTimeout> | undefined} */
@@ -28,6 +31,11 @@ let generation = 0;
 /** The signed-in user, or null. */
 export function user() {
   return currentUser;
+}
+
+/** The service's settings the pages show by (the currency of amounts), as loaded with the user. */
+export function settings() {
+  return serviceSettings;
 }
 
 /**
@@ -83,9 +91,11 @@ export function can(action) {
   return role === 'marketing_lead' || role === 'admin';
 }
 
-/** @returns {Promise<User>} */
+/** Loads the user and, alongside, the service's settings. @returns {Promise<User>} */
 async function loadUser() {
-  currentUser = await request('GET', '/v1/me');
+  const [user, answer] = await Promise.all([request('GET', '/v1/me'), request('GET', '/v1/settings')]);
+  currentUser = user;
+  serviceSettings = answer;
   return /** @type {User} */ (currentUser);
 }
 

@@ -4,7 +4,7 @@ import * as api from '../endpoints.js';
 import { trendChart } from '../chart.js';
 import { h, loading, pageHeader, replace, svg } from '../dom.js';
 import { select } from '../forms.js';
-import { count, CUSTOMER_STATUS_NAMES, money, percent, plural } from '../format.js';
+import { count, countFigure, CUSTOMER_STATUS_NAMES, money, moneyFigure, percent, plural } from '../format.js';
 import { errorBox } from '../problems.js';
 import { navigate, urlFor } from '../router.js';
 
@@ -111,10 +111,10 @@ function kpiCards(kpis) {
   const share = (/** @type {number} */ n) => (total ? percent(Math.round((n / total) * 1000) / 10) : '0%');
   const statuses = /** @type {const} */ (['active', 'inactive', 'churned']);
   return [
-    kpi('Customers', count(total), `${plural(kpis.statusCounts.inactive, 'inactive customer')}`),
-    kpi('Active customers', count(kpis.activeCustomers), `${share(kpis.activeCustomers)} of the base`),
-    kpi('Total customer value', money(kpis.totalTransactionValue), 'lifetime, whole base'),
-    kpi('Average customer value', money(kpis.averageCustomerValue), 'per customer'),
+    kpi('Customers', countFigure(total), `${plural(kpis.statusCounts.inactive, 'inactive customer')}`),
+    kpi('Active customers', countFigure(kpis.activeCustomers), `${share(kpis.activeCustomers)} of the base`),
+    kpi('Total customer value', moneyFigure(kpis.totalTransactionValue), 'lifetime, whole base'),
+    kpi('Average customer value', moneyFigure(kpis.averageCustomerValue), 'per customer'),
     h(
       'div',
       { class: 'kpi status-mix' },
@@ -136,12 +136,17 @@ function mixPart(status, fraction) {
 }
 
 /**
+ * A headline figure in its card; a shortened one ("4.07M") keeps its exact value on hover and for screen readers.
  * @param {string} label
- * @param {string} value
+ * @param {import('../format.js').Figure} figure
  * @param {string} note
  */
-function kpi(label, value, note) {
-  return h('div', { class: 'kpi' }, h('p', { class: 'kpi-label' }, label), h('p', { class: 'kpi-value' }, value), h('p', { class: 'muted small' }, note));
+function kpi(label, { shown, exact }, note) {
+  const value =
+    shown === exact
+      ? h('p', { class: 'kpi-value' }, exact)
+      : h('p', { class: 'kpi-value', title: exact }, h('span', { class: 'visually-hidden' }, exact), h('span', { 'aria-hidden': 'true' }, shown));
+  return h('div', { class: 'kpi' }, h('p', { class: 'kpi-label' }, label), value, h('p', { class: 'muted small' }, note));
 }
 
 /**

@@ -10,6 +10,13 @@ import * as session from '../session.js';
 /** @typedef {import('../types.js').User} User */
 /** @typedef {import('../types.js').Role} Role */
 
+/** What each role may do (product.md's table of roles), said before a role changes. */
+const ROLE_ALLOWS = /** @type {const} */ ({
+  lifecycle_marketer: 'they can draft and submit campaigns, but not approve them, delete customers or manage users.',
+  marketing_lead: 'they can also approve campaigns and delete customers, but not manage users or webhooks.',
+  admin: 'they can do everything, managing users and webhooks included.',
+});
+
 /** @type {import('../types.js').Screen} */
 export function usersScreen(root, { signal }) {
   document.title = 'Users · Campaign console';
@@ -53,8 +60,18 @@ export function usersScreen(root, { signal }) {
     const role = select({ 'aria-label': `Role of ${user.fullName}`, class: 'compact' }, Object.entries(ROLE_NAMES), user.role);
     role.disabled = isMe || !user.isActive;
     role.addEventListener('change', async () => {
+      const chosen = /** @type {Role} */ (role.value);
+      const sure = await confirmAction({
+        title: 'Change role',
+        text: `${user.fullName} will be ${ROLE_NAMES[chosen].toLowerCase()} instead of ${ROLE_NAMES[user.role].toLowerCase()}: ${ROLE_ALLOWS[chosen]}`,
+        confirm: 'Change role',
+      });
+      if (!sure) {
+        role.value = user.role;
+        return;
+      }
       try {
-        const updated = await api.users.update(user.id, { role: /** @type {Role} */ (role.value) });
+        const updated = await api.users.update(user.id, { role: chosen });
         notify(`${updated.fullName} is now ${ROLE_NAMES[updated.role].toLowerCase()}.`);
       } catch (error) {
         role.value = user.role;
