@@ -1,127 +1,205 @@
-// The local generator: deterministic campaign copy written from the brief alone, without a model.
-import { CHANNEL_LIMITS, type CampaignCopy, type Tone } from '../domain/campaigns.ts';
+// The local generator: deterministic campaign copy written to the customer, without a model. It reads a theme and an
+// offer from the brief and writes only whole phrases of its own (local-phrases.ts), choosing shorter ones where a
+// channel has less room, so it never restates the objective, shows the targeting or cuts a word.
+import { CHANNEL_LIMITS, TONES, type CampaignCopy, type Tone } from '../domain/campaigns.ts';
 import type { Brief } from './brief.ts';
-import { cleanText, cutAtWord, fitCopy } from './fit.ts';
+import { fitCopy } from './fit.ts';
+import { EMAIL_EXTRA, FALLBACK_TITLE, SIGNATURE, THEME_WORDS, TONE_WORDS, URGENCY, type Theme } from './local-phrases.ts';
 
-export interface Voice {
-  opener: string;
-  closer: string;
-  callToAction: string;
-  emailButton: string;
-  signOff: string;
-  title: (topic: string) => string;
+/** An offer read from the objective: as a phrase ("20% off") and on the next order ("20% off your next order"). */
+export interface Offer {
+  text: string;
+  deal: string;
 }
 
-/** The local generator's voice per tone: its stock phrases, also what a local revision swaps. */
-export const VOICES: Record<Tone, Voice> = {
-  professional: {
-    opener: 'Hello,',
-    closer: 'We would be glad to help you make the most of it.',
-    callToAction: 'Learn more',
-    emailButton: 'Read the details',
-    signOff: 'Kind regards,',
-    title: (topic) => topic,
-  },
-  friendly: {
-    opener: 'Hi there!',
-    closer: "We'd love to see you again soon.",
-    callToAction: 'Take a look',
-    emailButton: 'Take a look',
-    signOff: 'Warm wishes,',
-    title: (topic) => `Something for you: ${lowerFirst(topic)}`,
-  },
-  urgent: {
-    opener: 'Time is running out.',
-    closer: "This won't last long, so don't wait.",
-    callToAction: 'Act now',
-    emailButton: 'Act now before it ends',
-    signOff: 'Hurry,',
-    title: (topic) => `Last chance: ${lowerFirst(topic)}`,
-  },
-  promotional: {
-    opener: 'Good news!',
-    closer: "It's our way of saying thank you.",
-    callToAction: 'Claim your offer',
-    emailButton: 'Claim your offer',
-    signOff: 'Enjoy,',
-    title: (topic) => `Just for you: ${lowerFirst(topic)}`,
-  },
-};
+export const LENGTHS = ['short', 'standard', 'long'] as const;
+export type Length = (typeof LENGTHS)[number];
 
-export function upperFirst(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
+/** How one copy is written from a brief: the tone, which of the four variants, how long, and words to mention. */
+export interface Plan {
+  tone: Tone;
+  variant: number;
+  length: Length;
+  mention?: string;
 }
 
-function lowerFirst(text: string): string {
-  // Keep acronyms and names that start with two capitals ("VIP", "EU") as they are.
-  return /^[A-Z][a-z]/.test(text) ? text.charAt(0).toLowerCase() + text.slice(1) : text;
+/** The number of distinct variants: every theme has four openings, titles and calls to action. */
+export const VARIANT_COUNT = 4;
+
+/** The copy a brief gets first: its own tone, the first variant, standard length. */
+export const firstPlan = (brief: Brief): Plan => ({ tone: brief.tone, variant: 0, length: 'standard' });
+
+const OFFERS: { pattern: RegExp; offer: (m: RegExpExecArray) => Offer }[] = [
+  { pattern: /(?<![\d.])(\d{1,2}(?:\.\d)?)\s?(?:%|percent\b|per cent\b)\s*(?:off|discount)\b/i, offer: (m) => off(`${m[1]}%`) },
+  { pattern: /\b(?:discount|saving|savings) of (\d{1,2}(?:\.\d)?)\s?(?:%|percent\b|per cent\b)/i, offer: (m) => off(`${m[1]}%`) },
+  { pattern: /([$€£])\s?(\d{1,4}(?:\.\d\d)?)\s*off\b/i, offer: (m) => off(`${m[1]}${m[2]}`) },
+  { pattern: /\bfree (delivery|shipping|returns)\b/i, offer: (m) => ({ text: `free ${m[1]!.toLowerCase()}`, deal: `free ${m[1]!.toLowerCase()} on your next order` }) },
+  { pattern: /\bfree gifts?\b/i, offer: () => ({ text: 'a free gift', deal: 'a free gift with your next order' }) },
+  { pattern: /\bdouble (?:loyalty |reward )?points\b/i, offer: () => ({ text: 'double points', deal: 'double points on your next order' }) },
+];
+
+function off(amount: string): Offer {
+  return { text: `${amount} off`, deal: `${amount} off your next order` };
 }
 
-/** Words a cut phrase should not end on ("15% off their"): they promise a word that was cut away. */
-const DANGLING = new Set(['a', 'an', 'the', 'their', 'your', 'our', 'my', 'its', 'to', 'for', 'with', 'of', 'on', 'in', 'at', 'by', 'and', 'or', 'from', 'into', 'this', 'that']);
-
-/** Returns the phrase without the function words a cut left at its end (keeping at least one word). */
-function withoutDanglingWord(phrase: string): string {
-  const words = phrase.split(' ');
-  while (words.length > 1 && DANGLING.has(words[words.length - 1]!.toLowerCase())) words.pop();
-  return words.join(' ').replace(/[\s,;:(\-–—]+$/u, '');
+/** Returns the offer the objective names (a percentage or an amount off, free delivery, a gift, double points), or undefined. */
+export function offerIn(objective: string): Offer | undefined {
+  for (const { pattern, offer } of OFFERS) {
+    const found = pattern.exec(objective);
+    if (found) return offer(found);
+  }
+  return undefined;
 }
 
-/** The objective's first sentence as a headline-like phrase, without its closing punctuation. */
-function topicOf(objective: string): string {
-  const text = cleanText(objective);
-  const first = /^(.+?[.!?])(\s|$)/.exec(text)?.[1] ?? text;
-  const topic = cutAtWord(first, 160).replace(/[.!?]+$/, '');
-  // An objective of nothing but punctuation is still the objective: an empty topic would leave the title empty.
-  return upperFirst(topic || cutAtWord(text, 160));
+/** Themes the objective names, first match wins ("win back ... with a discount" is a win-back). */
+const OBJECTIVE_THEMES: [Theme, RegExp][] = [
+  ['feedback', /\b(feedback|surveys?|reviews?|opinions?|rate us|ratings?)\b/i],
+  ['launch', /\b(launch\w*|new (?:collection|arrivals?|range|products?|season|menu|line|release)|introduc\w*|just (?:landed|arrived)|announc\w*)\b/i],
+  ['winback', /\b(win(?:ning)?[- ]?(?:\w+ )?back|re-?engag\w*|re-?activat\w*|laps(?:ed|ing)|churn\w*|dormant|inactive|come back|bring (?:\w+ )?back|miss(?:ed)? (?:you|them)|stopped (?:buying|ordering|shopping))\b/i],
+  ['welcome', /\b(welcome(?! back)|onboard\w*|first (?:order|purchase)|new (?:customers|sign-?ups|subscribers|members))\b/i],
+  ['loyalty', /\b(loyal\w*|thank\w*|vips?|rewards?|best customers|appreciat\w*|regulars|anniversary)\b/i],
+  ['sale', /\b(sales?|discount\w*|deals?|promo\w*|clearance|black friday|cyber monday)\b/i],
+];
+
+/** The theme the audience's conditions (in the words of describeAudience) suggest, or undefined. */
+function audienceTheme(audience: string): Theme | undefined {
+  if (/\bwho are (?:inactive|churned)(?: or (?:inactive|churned))?\b|\bwho are not active\b|\binactive for (?:more than|at least) /.test(audience)) return 'winback';
+  const purchases = /\bwith (more than|at least|fewer than|at most) ([\d,]+) purchases?\b/.exec(audience);
+  const count = purchases ? Number(purchases[2]!.replaceAll(',', '')) : NaN;
+  if (purchases && /more|least/.test(purchases[1]!) && count >= 3) return 'loyalty';
+  if (purchases && /fewer|most/.test(purchases[1]!) && count <= 2) return 'welcome';
+  if (/\bwho spent (?:more than|at least) /.test(audience)) return 'loyalty';
+  return undefined;
 }
 
-function audienceLine(brief: Brief): string {
-  const who = brief.audienceSize > 1 ? `one of ${brief.audienceSize.toLocaleString('en-US')} ${brief.audience}` : `one of our ${brief.audience}`;
-  return `You are ${who}, so we wanted you to hear it from us first.`;
+/** Returns what the copy is about: the objective's theme, else the audience's, else general. */
+export function themeOf(brief: Brief): Theme {
+  return OBJECTIVE_THEMES.find(([, pattern]) => pattern.test(brief.objective))?.[0] ?? audienceTheme(brief.audience) ?? 'general';
+}
+
+/** The words of a text as compared with the objective: lower case, apostrophes straightened. */
+export function wordsOf(text: string): string[] {
+  return (text.toLowerCase().replaceAll('’', "'").match(/[\p{L}\p{N}%$€£']+/gu) ?? []).map((w) => w.replace(/^'+|'+$/g, '')).filter(Boolean);
+}
+
+/** Whether the text holds `run` consecutive words of the objective (what restating the brief means). */
+export function restates(text: string, objective: string, run = 6): boolean {
+  const source = wordsOf(objective);
+  if (source.length < run) return false;
+  const runs = new Set<string>();
+  for (let i = 0; i + run <= source.length; i++) runs.add(source.slice(i, i + run).join(' '));
+  const words = wordsOf(text);
+  for (let i = 0; i + run <= words.length; i++) if (runs.has(words.slice(i, i + run).join(' '))) return true;
+  return false;
+}
+
+const upperFirst = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
+function withOffer(phrase: string, offer: Offer | undefined): string {
+  if (!offer) return phrase;
+  return phrase.replaceAll('{offer}', offer.text).replaceAll('{Offer}', upperFirst(offer.text)).replaceAll('{deal}', offer.deal).replaceAll('{Deal}', upperFirst(offer.deal));
+}
+
+/** The first phrase from `start` on (going round the list) that `fits`, or undefined. */
+function pick(phrases: readonly string[], start: number, fits: (text: string) => boolean): string | undefined {
+  for (let i = 0; i < phrases.length; i++) {
+    const phrase = phrases[(start + i) % phrases.length]!;
+    if (fits(phrase)) return phrase;
+  }
+  return undefined;
+}
+
+/** Returns the words to mention as a sentence of their own. */
+export function mentionSentence(words: string): string {
+  const text = upperFirst(words.trim());
+  return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
 /** Adds sentences by priority while they fit in `room` characters, then returns them in reading order. */
-function fill(sentences: { text: string; priority: number }[], room: number): string {
+function fill(sentences: { text: string | undefined; priority: number }[], room: number): string {
   const chosen = new Set<number>();
-  let used = 0;
+  let used = -1;
   const byPriority = sentences.map((s, i) => ({ ...s, i })).sort((a, b) => a.priority - b.priority);
   for (const s of byPriority) {
-    const cost = s.text.length + (chosen.size > 0 ? 1 : 0);
-    if (used + cost > room) continue;
+    if (!s.text || used + 1 + s.text.length > room) continue;
     chosen.add(s.i);
-    used += cost;
+    used += 1 + s.text.length;
   }
   return sentences.filter((_, i) => chosen.has(i)).map((s) => s.text).join(' ');
 }
 
-/** Returns campaign copy for the brief: the same brief always gives the same text, within the channel's limits. */
-export function localCopy(brief: Brief): CampaignCopy {
-  const voice = VOICES[brief.tone];
-  const topic = topicOf(brief.objective);
+/** Returns the copy the plan writes for the brief: the same brief and plan always give the same text. */
+export function writeCopy(brief: Brief, plan: Plan): CampaignCopy {
+  const theme = THEME_WORDS[themeOf(brief)];
+  const tone = TONE_WORDS[plan.tone];
+  const offer = offerIn(brief.objective);
+  const kind = offer ? 'offer' : 'plain';
   const limits = CHANNEL_LIMITS[brief.channel];
-  const title = withoutDanglingWord(cutAtWord(voice.title(topic), limits.title));
+  const at = plan.variant + tone.offset;
+  const own = (max: number) => (text: string) => text.length <= max && !restates(text, brief.objective);
+  const phrases = (list: readonly string[]) => list.map((phrase) => withOffer(phrase, offer));
+
+  const title = pick(phrases(theme.titles[kind]), at, own(limits.title)) ?? pick(theme.titles.plain, at, own(limits.title)) ?? FALLBACK_TITLE;
+  const action = pick(phrases(theme.actions[kind]), at, own(limits.callToAction)) ?? pick(theme.actions.plain, at, own(limits.callToAction))!;
+  const urgentAction = `${action} ${URGENCY.actionSuffix}`;
+  const callToAction = plan.tone === 'urgent' && !/\b(now|today)$/i.test(action) && own(limits.callToAction)(urgentAction) ? urgentAction : action;
+
+  const sentence = (text: string) => own(limits.message)(text);
+  const opening = pick(theme.openings, at, sentence)?.replace(/\.$/, tone.exclaims ? '!' : '.');
+  const body = pick(phrases(theme.bodies[kind]), plan.variant, sentence) ?? pick(theme.bodies.plain, plan.variant, sentence);
+  const fuller = plan.length !== 'short';
+  const closing = fuller ? pick(tone.closings, plan.variant, sentence) : undefined;
+  const urgency = fuller && plan.tone === 'urgent' ? (offer ? URGENCY.offer : URGENCY.plain) : undefined;
+  const extra = plan.length === 'long' ? theme.extra : undefined;
+  const mention = plan.mention ? mentionSentence(plan.mention) : undefined;
 
   if (brief.channel === 'email') {
-    const message = [
-      voice.opener,
-      `${topic}.`,
-      `${audienceLine(brief)} ${voice.closer}`,
-      `${voice.signOff}\nThe team`,
-    ].join('\n\n');
-    return fitCopy({ title, message, callToAction: voice.emailButton }, brief.channel);
+    const paragraphs = [
+      tone.greeting,
+      [opening, mention, body, extra].filter(Boolean).join(' '),
+      [closing, urgency, plan.length === 'long' ? EMAIL_EXTRA : undefined].filter(Boolean).join(' '),
+      `${tone.signOff}\n${SIGNATURE}`,
+    ];
+    return fitCopy({ title, message: paragraphs.filter(Boolean).join('\n\n'), callToAction }, brief.channel);
   }
-
-  const room = limits.message - voice.callToAction.length - 1;
-  const headline = `${withoutDanglingWord(cutAtWord(topic, Math.min(topic.length, room - 1)))}.`;
-  const body = fill(
+  // Whole sentences by priority in the room the call to action leaves: a short channel gets fewer of them.
+  const text = fill(
     [
-      { text: voice.opener, priority: 2 },
-      { text: headline, priority: 0 },
-      { text: audienceLine(brief), priority: 3 },
-      { text: voice.closer, priority: 1 },
+      { text: opening, priority: 2 },
+      { text: mention, priority: 0 },
+      { text: body, priority: 1 },
+      { text: closing, priority: 3 },
+      { text: urgency, priority: 4 },
+      { text: extra, priority: 5 },
     ],
-    room,
+    limits.message - callToAction.length - 1,
   );
-  return fitCopy({ title, message: `${body} ${voice.callToAction}`, callToAction: voice.callToAction }, brief.channel);
+  return fitCopy({ title, message: text ? `${text} ${callToAction}` : callToAction, callToAction }, brief.channel);
+}
+
+/** Returns campaign copy for the brief, written to the customer, deterministic and within the channel's limits. */
+export function localCopy(brief: Brief): CampaignCopy {
+  return writeCopy(brief, firstPlan(brief));
+}
+
+const same = (a: CampaignCopy, b: CampaignCopy) => a.title === b.title && a.message === b.message && a.callToAction === b.callToAction;
+
+/**
+ * Returns the plan that writes exactly this copy for the brief (the local generator's own copy, unedited), or
+ * undefined for copy written or edited by anyone else.
+ */
+export function planOf(brief: Brief, copy: CampaignCopy): Plan | undefined {
+  const sentences = copy.message.match(/[^.!?\n]+[.!?]+/g)?.map((s) => s.trim()) ?? [];
+  const mentions = [undefined, ...sentences.map((s) => s.replace(/\.$/, ''))];
+  for (const mention of mentions) {
+    for (const tone of TONES) {
+      for (let variant = 0; variant < VARIANT_COUNT; variant++) {
+        for (const length of LENGTHS) {
+          const plan: Plan = mention === undefined ? { tone, variant, length } : { tone, variant, length, mention };
+          if (same(writeCopy(brief, plan), copy)) return plan;
+        }
+      }
+    }
+  }
+  return undefined;
 }

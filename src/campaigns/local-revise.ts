@@ -1,9 +1,11 @@
-// The local generator's revisions: plain instructions (shorter, longer, a tone, more or less urgent, mention a
-// word, no emoji) applied to the copy by rule, deterministically and within the channel's limits.
-import { CHANNEL_LIMITS, CTA_IN_MESSAGE, TONES, type CampaignCopy, type Tone } from '../domain/campaigns.ts';
+// The local generator's revisions and variants: plain instructions (shorter, longer, a tone, more or less urgent,
+// mention a word, no emoji). Its own copy is written again from a changed plan, so a revision keeps every property of
+// a first draft; copy someone else wrote or edited is changed by whole sentences only, never cut.
+import { CHANNEL_LIMITS, CTA_IN_MESSAGE, type CampaignCopy, type Channel, type Tone } from '../domain/campaigns.ts';
 import { invalidField } from '../domain/errors.ts';
-import { cleanText, cutAtWord, fitCopy } from './fit.ts';
-import { upperFirst, VOICES } from './local-copy.ts';
+import { cleanText, fitCopy } from './fit.ts';
+import { firstPlan, LENGTHS, mentionSentence, planOf, themeOf, VARIANT_COUNT, writeCopy, type Plan } from './local-copy.ts';
+import { THEME_WORDS, TONE_WORDS, URGENCY } from './local-phrases.ts';
 import type { Rewrite } from './revise.ts';
 
 /** One edit the local generator knows how to make. */
@@ -27,7 +29,7 @@ const RULES: { pattern: RegExp; edit: (match: RegExpExecArray) => Edit }[] = [
   },
 ];
 
-/** Returns the edits an instruction asks for, in the order of the rules; empty when it names none. */
+/** Returns the edits an instruction asks for; throws `validation_failed` on `instruction` when it names none. */
 function editsOf(instruction: string): Edit[] {
   const edits: Edit[] = [];
   for (const rule of RULES) {
@@ -38,97 +40,92 @@ function editsOf(instruction: string): Edit[] {
     if (edit.kind === 'tone' && edits.some((e) => e.kind === 'tone')) continue;
     edits.push(edit);
   }
+  if (edits.length === 0) {
+    throw invalidField('instruction', `The local generator understands only plain instructions: ${LOCAL_INSTRUCTIONS}. Configure a model provider for anything else.`);
+  }
   return edits;
 }
 
+/** Returns the plan with the edits made (no emoji changes nothing: the local generator writes none). */
+function replan(plan: Plan, edits: Edit[]): Plan {
+  const step = (by: number) => LENGTHS[Math.min(LENGTHS.length - 1, Math.max(0, LENGTHS.indexOf(plan.length) + by))]!;
+  return edits.reduce<Plan>((next, edit) => {
+    if (edit.kind === 'shorter') return { ...next, length: step(-1) };
+    if (edit.kind === 'longer') return { ...next, length: step(1) };
+    if (edit.kind === 'tone') return { ...next, tone: edit.tone };
+    if (edit.kind === 'mention') return { ...next, mention: edit.words };
+    return next;
+  }, plan);
+}
+
 const EMOJI = /\p{Extended_Pictographic}(?:\uFE0F|\u200D\p{Extended_Pictographic})*\uFE0F?/gu;
-const STOCK_TITLES = TONES.map((tone) => VOICES[tone].title('')).filter(Boolean);
-const STOCK_SENTENCES = TONES.flatMap((tone) => [VOICES[tone].opener, VOICES[tone].closer]);
-const STOCK_CTAS = new Set(TONES.flatMap((tone) => [VOICES[tone].callToAction, VOICES[tone].emailButton]));
-const SIGN_OFF_LINE = new RegExp(`\\n*(?:${TONES.map((tone) => escape(VOICES[tone].signOff)).join('|')})\\n[^\\n]*$`);
+const ALL_CLOSINGS = new Set(Object.values(TONE_WORDS).flatMap((w) => w.closings.flatMap((c) => [c, c.replace(/\.$/, '!')])).concat(URGENCY.offer, URGENCY.plain));
 
-function escape(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** The message's sentences without the call to action the channel appends; email keeps its paragraphs apart. */
-interface Parts {
-  sentences: string[];
-  signOff: string | undefined;
-}
-
-function split(copy: CampaignCopy, channel: keyof typeof CHANNEL_LIMITS): Parts {
+/** Someone else's message as paragraphs of sentences, without the call to action sms and push end with. */
+function paragraphsOf(copy: CampaignCopy, channel: Channel): string[][] {
   let body = copy.message;
-  let signOff: string | undefined;
-  const signed = SIGN_OFF_LINE.exec(body);
-  if (signed) {
-    signOff = signed[0].trim();
-    body = body.slice(0, signed.index);
-  }
   if (CTA_IN_MESSAGE.has(channel) && body.toLowerCase().endsWith(copy.callToAction.toLowerCase())) body = body.slice(0, body.length - copy.callToAction.length);
-  const sentences = body.match(/[^.!?…\n]+(?:[.!?…]+|\n+|$)/gu)?.map((s) => s.trim()).filter(Boolean) ?? [];
-  return { sentences, signOff };
+  const blocks = channel === 'email' ? body.split(/\n{2,}/) : [body];
+  return blocks.map((block) => block.match(/[^.!?…]+(?:[.!?…]+|$)/gu)?.map((s) => s.trim()).filter(Boolean) ?? []).filter((b) => b.length > 0);
 }
 
-function join(parts: Parts, copy: CampaignCopy, channel: keyof typeof CHANNEL_LIMITS): string {
-  const body = parts.sentences.join(channel === 'email' ? '\n\n' : ' ');
-  const withSignOff = parts.signOff ? `${body}\n\n${parts.signOff}` : body;
-  return CTA_IN_MESSAGE.has(channel) ? `${withSignOff} ${copy.callToAction}` : withSignOff;
+function messageOf(paragraphs: string[][], copy: CampaignCopy, channel: Channel): string {
+  const body = paragraphs.map((p) => p.join(' ')).join(channel === 'email' ? '\n\n' : ' ');
+  return CTA_IN_MESSAGE.has(channel) ? `${body} ${copy.callToAction}`.trim() : body;
 }
 
-function withoutStockTitle(title: string): string {
-  const stock = STOCK_TITLES.find((prefix) => title.startsWith(prefix));
-  return stock ? upperFirst(title.slice(stock.length)) : title;
-}
-
-/** Applies one edit to the copy (before it is fitted to the channel's limits). */
-function apply(edit: Edit, copy: CampaignCopy, { brief }: Rewrite): CampaignCopy {
+/** Applies the edits to copy the local generator did not write, by whole sentences, within the channel's limits. */
+function editText({ brief, copy: original }: Rewrite, edits: Edit[]): CampaignCopy {
   const channel = brief.channel;
-  const parts = split(copy, channel);
-  switch (edit.kind) {
-    case 'no-emoji': {
-      const strip = (text: string) => cleanText(text.replace(EMOJI, ''), channel === 'email');
-      return { title: strip(copy.title) || 'News for you', message: strip(copy.message) || copy.message.replace(EMOJI, ''), callToAction: strip(copy.callToAction) || VOICES[brief.tone].callToAction };
+  const room = CHANNEL_LIMITS[channel].message;
+  let copy = original;
+  let paragraphs = paragraphsOf(copy, channel);
+  const length = () => messageOf(paragraphs, copy, channel).length;
+  const last = () => paragraphs[paragraphs.length - 1]!;
+  /** Appends a sentence to the last paragraph when it fits. */
+  const add = (sentence: string) => {
+    if (paragraphs.length === 0) paragraphs.push([]);
+    last().push(sentence);
+    if (length() > room) last().pop();
+  };
+  /** Drops the last sentence that is neither the first nor `keep`; false when there is none. */
+  const dropOne = (keep?: string) => {
+    for (let p = paragraphs.length - 1; p >= 0; p--) {
+      const sentences = paragraphs[p]!;
+      let at = sentences.length - 1;
+      while (at >= (p > 0 ? 0 : 1) && sentences[at] === keep) at--;
+      if (at < (p > 0 ? 0 : 1)) continue;
+      paragraphs[p]!.splice(at, 1);
+      paragraphs = paragraphs.filter((b) => b.length > 0);
+      return true;
     }
-    case 'shorter': {
-      const target = Math.max(20, Math.floor(copy.message.length * 0.6));
-      // Stock phrases go first, then the last sentences; the first sentence always stays.
-      const kept = [...parts.sentences];
-      const stockAt = () => kept.findIndex((s, i) => i > 0 && STOCK_SENTENCES.includes(s));
-      while (kept.length > 1 && join({ ...parts, sentences: kept }, copy, channel).length > target) {
-        const at = stockAt();
-        kept.splice(at > 0 ? at : kept.length - 1, 1);
-      }
-      const title = withoutStockTitle(copy.title);
-      const message = join({ sentences: kept, signOff: undefined }, copy, channel);
-      return { title: title.length < copy.title.length ? title : cutAtWord(copy.title, Math.max(10, Math.floor(copy.title.length * 0.7))), message, callToAction: copy.callToAction };
-    }
-    case 'longer': {
-      const voice = VOICES[brief.tone];
-      const extra = [voice.closer, `We picked this for ${brief.audience}.`, 'Thank you for being with us.'].filter((s) => !copy.message.includes(s));
-      const room = CHANNEL_LIMITS[channel].message;
-      const sentences = [...parts.sentences];
-      for (const sentence of extra) {
-        if (join({ ...parts, sentences: [...sentences, sentence] }, copy, channel).length > room) break;
-        sentences.push(sentence);
-      }
-      return { ...copy, message: join({ ...parts, sentences }, copy, channel) };
-    }
-    case 'tone': {
-      const voice = VOICES[edit.tone];
-      const callToAction = STOCK_CTAS.has(copy.callToAction) ? (channel === 'email' ? voice.emailButton : voice.callToAction) : copy.callToAction;
-      const sentences = [voice.opener, ...parts.sentences.filter((s) => !STOCK_SENTENCES.includes(s)), voice.closer];
-      const signOff = parts.signOff ? `${voice.signOff}\n${parts.signOff.split('\n').slice(1).join('\n') || 'The team'}` : undefined;
-      const next = { ...copy, callToAction };
-      return { title: voice.title(withoutStockTitle(copy.title)), message: join({ sentences, signOff }, next, channel), callToAction };
-    }
-    case 'mention': {
-      if (copy.message.toLowerCase().includes(edit.words.toLowerCase())) return copy;
-      const sentences = [...parts.sentences];
-      sentences.splice(Math.min(1, sentences.length), 0, `${upperFirst(edit.words)}.`);
-      return { ...copy, message: join({ ...parts, sentences }, copy, channel) };
+    return false;
+  };
+  for (const edit of edits) {
+    if (edit.kind === 'no-emoji') {
+      const strip = (text: string, keepLines = false) => cleanText(text.replace(EMOJI, ''), keepLines);
+      copy = { title: strip(copy.title) || copy.title, message: strip(copy.message, channel === 'email') || copy.message, callToAction: strip(copy.callToAction) || copy.callToAction };
+      paragraphs = paragraphsOf(copy, channel);
+    } else if (edit.kind === 'shorter') {
+      const target = Math.max(20, Math.floor(length() * 0.6));
+      while (length() > target && dropOne()) {}
+    } else if (edit.kind === 'longer') {
+      add(TONE_WORDS[brief.tone].closings[0]!);
+      add(THEME_WORDS[themeOf(brief)].extra);
+    } else if (edit.kind === 'tone') {
+      paragraphs = paragraphs.map((p) => p.filter((s) => !ALL_CLOSINGS.has(s))).filter((b) => b.length > 0);
+      add(TONE_WORDS[edit.tone].closings[0]!);
+      if (edit.tone === 'urgent') add(URGENCY.plain);
+    } else {
+      const sentence = mentionSentence(edit.words);
+      if (copy.message.toLowerCase().includes(edit.words.toLowerCase())) continue;
+      if (channel === 'email') paragraphs.splice(Math.min(1, paragraphs.length), 0, [sentence]);
+      else if (paragraphs[0]) paragraphs[0].splice(1, 0, sentence);
+      else paragraphs.push([sentence]);
+      while (length() > room && dropOne(sentence)) {}
     }
   }
+  return fitCopy({ ...copy, message: messageOf(paragraphs, copy, channel) }, channel);
 }
 
 /**
@@ -137,21 +134,19 @@ function apply(edit: Edit, copy: CampaignCopy, { brief }: Rewrite): CampaignCopy
  */
 export function localRevision(rewrite: Rewrite, instruction: string): CampaignCopy {
   const edits = editsOf(instruction);
-  if (edits.length === 0) {
-    throw invalidField('instruction', `The local generator understands only plain instructions: ${LOCAL_INSTRUCTIONS}. Configure a model provider for anything else.`);
-  }
-  // Mentions go in last, so a shorter or restyled text still carries them.
-  const ordered = [...edits.filter((e) => e.kind !== 'mention'), ...edits.filter((e) => e.kind === 'mention')];
-  const edited = ordered.reduce((copy, edit) => fitCopy(apply(edit, copy, rewrite), rewrite.brief.channel), rewrite.copy);
-  return fitCopy(edited, rewrite.brief.channel);
+  const plan = planOf(rewrite.brief, rewrite.copy);
+  // A second mention would replace the first in the plan: add it as a sentence instead.
+  const secondMention = plan?.mention !== undefined && edits.some((e) => e.kind === 'mention' && e.words !== plan.mention);
+  if (!plan || secondMention) return editText(rewrite, edits);
+  return writeCopy(rewrite.brief, replan(plan, edits));
 }
 
 /**
- * Returns `count` alternatives to the copy written by the local generator: the instruction applied first (when
- * given), then each alternative in another tone than the campaign's, in a fixed order.
+ * Returns `count` alternatives to the copy written by the local generator: the instruction applied (when given),
+ * each with another opening, title and call to action than the copy and than each other.
  */
 export function localVariants(rewrite: Rewrite, count: number, instruction: string | undefined): CampaignCopy[] {
-  const base = instruction ? localRevision(rewrite, instruction) : rewrite.copy;
-  const tones = (['friendly', 'urgent', 'promotional', 'professional'] as const).filter((tone) => tone !== rewrite.brief.tone);
-  return tones.slice(0, count).map((tone) => fitCopy(apply({ kind: 'tone', tone }, base, rewrite), rewrite.brief.channel));
+  const edits = instruction ? editsOf(instruction) : [];
+  const base = replan(planOf(rewrite.brief, rewrite.copy) ?? firstPlan(rewrite.brief), edits);
+  return Array.from({ length: count }, (_, i) => writeCopy(rewrite.brief, { ...base, variant: (base.variant + i + 1) % VARIANT_COUNT }));
 }

@@ -94,6 +94,10 @@ describe('console: audiences from words, revisions, variants and versions', () =
     campaign = await generateOk(harness.service, marketer, { segmentId, objective: 'Win back German regulars with 15% off their next order', channel: 'sms', tone: 'friendly' });
     await page.goto(`/campaigns/${campaign.id}`);
     await page.getByRole('heading', { name: 'Revise the draft' }).waitFor();
+    // The page says who wrote the draft, and how to get better copy.
+    const preview = page.getByRole('region', { name: 'Preview: SMS' });
+    await preview.getByText('The built-in generator wrote this draft from its own stock phrases, without a model. Connecting a model writes better copy: see “Model providers” in the README.').waitFor();
+    await page.locator('.details dd').filter({ hasText: 'The built-in generator (no model connected)' }).waitFor();
     const versions = page.locator('ol.versions > li');
     await versions.first().filter({ hasText: 'Generated' }).waitFor();
     assert.equal(await versions.count(), 1);
@@ -158,6 +162,8 @@ describe('console: audiences from words, revisions, variants and versions', () =
     await area.waitFor();
     const variants = area.locator('li.variant');
     assert.equal(await variants.count(), 2);
+    await area.getByText('The built-in generator wrote these variants', { exact: false }).waitFor();
+    await page.locator('ol.versions > li').first().getByText('built-in generator', { exact: false }).waitFor();
     const [first, second] = [(await variants.nth(0).boundingBox())!, (await variants.nth(1).boundingBox())!];
     assert.equal(Math.round(first.y), Math.round(second.y), 'on one row');
     assert.ok(second.x >= first.x + first.width, 'side by side');

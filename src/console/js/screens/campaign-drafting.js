@@ -136,6 +136,7 @@ export function draftingPanel(campaign, { signal, events, changed }) {
       variantsArea,
       h('div', { class: 'card-head' }, h('h2', { id: 'variants-title', tabindex: '-1' }, `Variants on ${CHANNEL_NAMES[campaign.channel]}`), hide),
       h('p', { class: 'hint' }, `${variants.length} alternatives to the current copy, as they would look. Each is kept under Versions; “Use this one” makes it the current copy.`),
+      variants.some((v) => v.model === 'local') ? builtInNote('these variants') : null,
       formError(),
       h(
         'ol',
@@ -190,7 +191,7 @@ export function draftingPanel(campaign, { signal, events, changed }) {
     if (restoreButton) lock.add(restoreButton);
     const copyOf = version.source === 'restored' ? versions.find((v) => v.version < version.version && sameCopy(v, version)) : undefined;
     const by = version.createdBy === session.user()?.id ? 'you' : who.get(version.createdBy);
-    const writer = version.model ? (version.model === 'local' ? 'local generator' : version.model) : '';
+    const writer = version.model ? (version.model === 'local' ? 'built-in generator' : version.model) : '';
     return h(
       'li',
       { class: isCurrent ? 'version current' : 'version', 'data-version': version.version, 'data-source': version.source },
@@ -217,6 +218,18 @@ export function draftingPanel(campaign, { signal, events, changed }) {
 
   void loadVersions();
   return { variants: variantsArea, revise: reviseCard, versions: versionsCard };
+}
+
+/**
+ * Says that the built-in generator wrote the copy, from its own stock phrases, and how to get better copy. Shown
+ * wherever its drafts are.
+ */
+export function builtInNote(what = 'this draft') {
+  return h(
+    'p',
+    { class: 'hint built-in-note', 'data-writer': 'local' },
+    `The built-in generator wrote ${what} from its own stock phrases, without a model. Connecting a model writes better copy: see “Model providers” in the README.`,
+  );
 }
 
 /**

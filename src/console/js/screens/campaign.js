@@ -11,7 +11,7 @@ import { CHANNEL_LIMITS } from '../limits.js';
 import { clearFormErrors, errorBox, showFormError } from '../problems.js';
 import { navigate } from '../router.js';
 import * as session from '../session.js';
-import { draftingPanel } from './campaign-drafting.js';
+import { builtInNote, draftingPanel } from './campaign-drafting.js';
 import { handoffCard } from './campaign-handoff.js';
 
 /** @typedef {import('../types.js').Campaign} Campaign */
@@ -73,7 +73,7 @@ export function campaignScreen(root, { params, signal }) {
       h(
         'div',
         { class: 'grid-2 campaign-layout' },
-        h('section', { class: 'card', 'aria-labelledby': 'preview-title' }, h('h2', { id: 'preview-title', tabindex: '-1' }, `Preview: ${CHANNEL_NAMES[campaign.channel]}`), previewArea),
+        h('section', { class: 'card', 'aria-labelledby': 'preview-title' }, h('h2', { id: 'preview-title', tabindex: '-1' }, `Preview: ${CHANNEL_NAMES[campaign.channel]}`), previewArea, campaign.model === 'local' ? builtInNote() : null),
         h(
           'div',
           { class: 'stack' },
@@ -183,7 +183,7 @@ function detailsCard(campaign) {
     'section',
     { class: 'card', 'aria-labelledby': 'details-title' },
     h('h2', { id: 'details-title' }, 'Brief'),
-    h('dl', { class: 'details' }, row('Objective', campaign.objective), row('Tone', TONE_NAMES[campaign.tone]), row('Written by', campaign.model === 'local' ? 'Local generator' : campaign.model), row('Created', dateTime(campaign.createdAt)), row('Updated', dateTime(campaign.updatedAt))),
+    h('dl', { class: 'details' }, row('Objective', campaign.objective), row('Tone', TONE_NAMES[campaign.tone]), row('Written by', campaign.model === 'local' ? 'The built-in generator (no model connected)' : campaign.model), row('Created', dateTime(campaign.createdAt)), row('Updated', dateTime(campaign.updatedAt))),
   );
 }
 
