@@ -261,7 +261,9 @@ CREATE TABLE IF NOT EXISTS import_jobs (
   bytes_read      INTEGER NOT NULL DEFAULT 0,
   rows_read       INTEGER NOT NULL DEFAULT 0,
   imported        INTEGER NOT NULL DEFAULT 0,
+  updated         INTEGER NOT NULL DEFAULT 0,        -- rows that replaced a stored customer's fields (on_existing 'update')
   skipped         INTEGER NOT NULL DEFAULT 0,
+  on_existing     TEXT NOT NULL DEFAULT 'skip' CHECK (on_existing IN ('skip', 'update')),
   created_by      TEXT NOT NULL,                     -- the user id; kept when the user is deleted
   started_at      INTEGER NOT NULL,
   finished_at     INTEGER

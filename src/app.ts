@@ -134,12 +134,13 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   /** Reply streams open at once, per user and in all. */
   const openStreams = concurrentPerUser({ perUser: config.chat.streamsPerUser, total: config.chat.streamsTotal, what: 'Too many reply streams open' });
   const idempotent = idempotentRequests(createIdempotencyKeyRepository(db, randomUUID()), clock);
-  const system = systemOperations({ db, routes: () => routes });
+  const system = systemOperations({ db, routes: () => routes, currency: config.currency });
   const hooks = webhookOperations({ webhooks, clock });
 
   const routes: Route[] = [
     route('GET', '/health', ANYONE, system.health),
     route('GET', '/v1/openapi.json', ANYONE, system.openapi),
+    route('GET', '/v1/settings', SIGNED_IN, system.settings),
 
     route('POST', '/v1/auth/sign-in', ANYONE, auth.signIn, { limit: signInAttempts }),
     route('POST', '/v1/auth/refresh', ANYONE, auth.refresh),
@@ -158,6 +159,7 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('GET', '/v1/customers/top', SIGNED_IN, customers.top),
     route('POST', '/v1/customers/import', SIGNED_IN, customers.importMany),
     route('POST', '/v1/customers/imports', SIGNED_IN, customers.importFile),
+    route('POST', '/v1/customers/imports/preview', SIGNED_IN, customers.previewImport),
     route('GET', '/v1/customers/imports', SIGNED_IN, customers.listImports),
     route('GET', '/v1/customers/imports/{id}', SIGNED_IN, customers.getImport),
     route('GET', '/v1/customers/imports/{id}/failures.csv', SIGNED_IN, customers.importFailures),

@@ -456,7 +456,7 @@ describe('customers: single-record operations, import and roles', () => {
     ];
     const reply = await service.request('POST', '/v1/customers/import', { token: lead, body: { customers: rows } });
     assert.equal(reply.status, 200, reply.text);
-    assert.deepEqual(Object.keys(reply.body).sort(), ['failures', 'imported', 'skipped']);
+    assert.deepEqual(Object.keys(reply.body).sort(), ['failures', 'imported', 'skipped', 'updated']);
     assert.equal(reply.body.imported, 2);
     assert.equal(reply.body.skipped, 4);
     const failures = reply.body.failures as { row: number; email: string | null; reason: string; errors: { field: string; message: string }[] }[];
@@ -561,7 +561,7 @@ describe('customers: single-record operations, import and roles', () => {
 
     const full = await service.request('POST', '/v1/customers/import', { token: lead, body: { customers: rowsOf(1000, 'y') } });
     assert.equal(full.status, 200, full.text);
-    assert.deepEqual(full.body, { imported: 1000, skipped: 0, failures: [] });
+    assert.deepEqual(full.body, { imported: 1000, updated: 0, skipped: 0, failures: [] });
     assert.equal(await total(service, lead), before + 1000);
     const bulk = await service.request('GET', `/v1/customers${qs({ country: 'iceland', limit: 1 })}`, { token: lead });
     assert.equal(bulk.body.total, 1000);
@@ -588,7 +588,7 @@ describe('customers: single-record operations, import and roles', () => {
 
     const imported = await service.request('POST', '/v1/customers/import', { token: marketer, body: { customers: [body({ name: 'Imported By Marketer' })] } });
     assert.equal(imported.status, 200, imported.text);
-    assert.deepEqual(imported.body, { imported: 1, skipped: 0, failures: [] });
+    assert.deepEqual(imported.body, { imported: 1, updated: 0, skipped: 0, failures: [] });
   });
 
   test('customers operations without a token are 401 unauthenticated', async () => {

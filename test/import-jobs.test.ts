@@ -7,6 +7,8 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { assertProblem, startService, type TestService } from './helpers.ts';
+import { assertAggregatesExact, searchNames, segmentCount } from './support/aggregates.ts';
+import { customerRow, importRows } from './support/customers.ts';
 
 let service: TestService;
 let token: string;
@@ -61,7 +63,8 @@ describe('a CSV job', () => {
       `Cy,${cy},Italy,7,99.999,2026-09-30T10:00:00+02:00,inactive,,\r\n`;
     const { accepted, job } = await runJob(csv, '?fileName=spring%20export.csv');
     assert.equal(accepted.status, 'running');
-    assert.deepEqual(Object.keys(job).sort(), ['bytesRead', 'createdBy', 'fileName', 'finishedAt', 'id', 'ignoredColumns', 'imported', 'rowsRead', 'skipped', 'startedAt', 'status']);
+    assert.deepEqual(Object.keys(job).sort(), ['bytesRead', 'createdBy', 'fileName', 'finishedAt', 'id', 'ignoredColumns', 'imported', 'onExisting', 'rowsRead', 'skipped', 'startedAt', 'status', 'updated']);
+    assert.deepEqual([job.updated, job.onExisting], [0, 'skip']);
     assert.equal(job.status, 'completed');
     assert.equal(job.fileName, 'spring export.csv');
     assert.deepEqual(job.ignoredColumns, ['Notes', 'Loyalty Tier']);
@@ -105,9 +108,9 @@ describe('a CSV job', () => {
       await failuresCsv(job.id),
       'line,email,reason\r\n' +
         `3,${taken},A customer with the email ${taken} already exists.\r\n` +
-        '5,,Invalid email.\r\n' +
-        `6,${bad},Invalid totalTransactions.\r\n` +
-        `7,${future},Invalid lastActivityDate.\r\n` +
+        '5,,Email is missing.\r\n' +
+        `6,${bad},Number of transactions must be a whole number of 0 or more.\r\n` +
+        `7,${future},Last activity date must not be more than one day in the future.\r\n` +
         `8,${twice},A customer with the email ${twice} already exists.\r\n`,
     );
     assert.equal((await customerByEmail(twice)).name, 'Twice', 'the first row with an email is stored, never merged');
@@ -194,7 +197,7 @@ describe('a CSV job', () => {
     assert.equal(job.skipped, 1);
     assert.equal(
       await failuresCsv(job.id),
-      `line,email,reason\r\n2,"'=hyperlink(""http://evil"")","Invalid email, country, totalTransactions, totalAmountSpent, lastActivityDate, status."\r\n`,
+      `line,email,reason\r\n2,"'=hyperlink(""http://evil"")","Country, number of transactions, amount spent, last activity date and status are missing. Email must be a valid email address, such as ada@example.com."\r\n`,
     );
   });
 });
@@ -234,7 +237,7 @@ describe('a CSV job whose file cannot be read', () => {
         .sort((a, b) => a - b)
         .map((i) => {
           const address = `long${REPEATS.get(i) ?? i}@gone.example.com`;
-          return `${i + 2},${address},${BAD.has(i) ? 'Invalid name.' : `A customer with the email ${address} already exists.`}\r\n`;
+          return `${i + 2},${address},${BAD.has(i) ? 'Name is missing.' : `A customer with the email ${address} already exists.`}\r\n`;
         })
         .join('');
       assert.equal(skipped.text, `line,email,reason\r\n${expected}`);
@@ -248,5 +251,139 @@ describe('a CSV job whose file cannot be read', () => {
     } finally {
       await other.close();
     }
+  });
+});
+
+describe('a CSV job with onExisting and columns', () => {
+  const header = 'name,email,country,orders,amount,last_activity,status';
+
+  test('onExisting=update replaces stored customers: updated counted, aggregates, a segment count and search exact afterwards', async () => {
+    const [ana, ben] = [
+      customerRow({ name: 'Ana Oldjob', country: 'Ghana', totalTransactions: 8, totalAmountSpent: 300, status: 'active' }),
+      customerRow({ name: 'Ben Keep', country: 'Ghana', totalTransactions: 1, totalAmountSpent: 5, status: 'inactive' }),
+    ];
+    await importRows(service, token, [ana, ben]);
+    const GHANA_BIG = [{ field: 'country', operator: 'eq', value: 'Ghana' }, { field: 'totalTransactions', operator: 'gte', value: 5 }];
+    const countBefore = await segmentCount(service, token, GHANA_BIG);
+    const newcomer = email('newcomer');
+    const csv = [
+      header,
+      `Ana Newjob,${ana.email.toUpperCase()},Ghana,20,12.5,2026-10-01,churned`,
+      `Ben Keep,${ben.email},Ghana,9,5,2026-11-01,inactive`,
+      `Newcomer,${newcomer},Ghana,5,1,2026-11-01,active`,
+      `Ana Again,${ana.email},Ghana,1,1,2026-11-01,active`,
+      `Bad Amount,${ben.email},Ghana,1,-3,2026-11-01,active`,
+    ].join('\n');
+    const { job } = await runJob(csv, '?onExisting=update');
+    assert.equal(job.status, 'completed');
+    assert.deepEqual([job.onExisting, job.rowsRead, job.imported, job.updated, job.skipped], ['update', 5, 1, 2, 2]);
+    assert.equal(
+      await failuresCsv(job.id),
+      'line,email,reason\r\n' +
+        `5,${ana.email},The email ${ana.email} is on an earlier row of this file; only that row is imported.\r\n` +
+        `6,${ben.email},Amount spent must be a number of 0 or more.\r\n`,
+    );
+    const updatedAna = await customerByEmail(ana.email);
+    assert.deepEqual([updatedAna.name, updatedAna.totalTransactions, updatedAna.totalAmountSpent, updatedAna.status], ['Ana Newjob', 20, 12.5, 'churned']);
+    // Ana stays in the segment; Ben (9 orders now) and the newcomer join it.
+    assert.equal(await segmentCount(service, token, GHANA_BIG), countBefore + 2);
+    await assertAggregatesExact(service, token, 'after an update job');
+    assert.deepEqual(await searchNames(service, token, 'Newjob'), ['Ana Newjob']);
+    assert.deepEqual(await searchNames(service, token, 'Oldjob'), []);
+  });
+
+  test('without onExisting a job skips stored emails, reports them and changes nothing', async () => {
+    const kept = customerRow({ name: 'Kept Byjob', totalAmountSpent: 77 });
+    await importRows(service, token, [kept]);
+    const before = await customerByEmail(kept.email);
+    const { job } = await runJob(`${header}\nChanged Byjob,${kept.email},Spain,3,1,2026-11-01,churned\n`);
+    assert.deepEqual([job.onExisting, job.imported, job.updated, job.skipped], ['skip', 0, 0, 1]);
+    assert.equal(await failuresCsv(job.id), `line,email,reason\r\n2,${kept.email},A customer with the email ${kept.email} already exists.\r\n`);
+    assert.deepEqual(await customerByEmail(kept.email), before);
+  });
+
+  test('an onExisting other than skip or update is 400 naming onExisting, and no job is made', async () => {
+    const total = (await service.request('GET', '/v1/customers/imports', { token })).body.total;
+    assertProblem(await upload(`email\n${email('x')}\n`, '?onExisting=merge'), 400, 'validation_failed', ['onExisting']);
+    assert.equal((await service.request('GET', '/v1/customers/imports', { token })).body.total, total);
+  });
+
+  test('a columns mapping is applied before the built-in names: mapped headers read, null ignored, the alias left over ignored', async () => {
+    const [mapped, other] = [email('mapped'), email('other')];
+    const csv = `Contact, Client ,Pays,Notes,email,Spent (EUR)\n${mapped},Mapped Person,Italy,12,${other},19.90\n`;
+    const columns = encodeURIComponent(JSON.stringify({ contact: 'email', CLIENT: 'name', Pays: 'country', notes: null, 'Spent (EUR)': 'totalAmountSpent' }));
+    const csvWithRest = csv.replace('\n', ',orders,last_activity,status\n').replace('19.90\n', '19.90,4,2026-11-01,active\n');
+    const { job } = await runJob(csvWithRest, `?columns=${columns}`);
+    assert.deepEqual([job.imported, job.skipped], [1, 0]);
+    assert.deepEqual(job.ignoredColumns, ['Notes', 'email']);
+    const stored = await customerByEmail(mapped);
+    assert.deepEqual([stored.name, stored.country, stored.totalAmountSpent, stored.totalTransactions], ['Mapped Person', 'Italy', 19.9, 4]);
+    assert.equal(await customerByEmail(other), undefined);
+  });
+
+  test('each invalid columns value is 400 validation_failed naming columns, and no job is made', async () => {
+    const total = (await service.request('GET', '/v1/customers/imports', { token })).body.total;
+    const csv = `Mail,E-mail,Name\n${email('cols')},${email('cols')},Someone\n`;
+    for (const columns of [
+      'not json',
+      '["email"]',
+      '"email"',
+      'null',
+      '{"Mail":"e-mail"}',
+      '{"Mail":7}',
+      '{"Nowhere":"email"}',
+      '{"Mail":"email","E-mail":"email"}',
+    ]) {
+      const reply = await upload(csv, `?columns=${encodeURIComponent(columns)}`);
+      assertProblem(reply, 400, 'validation_failed', ['columns']);
+    }
+    assert.equal((await service.request('GET', '/v1/customers/imports', { token })).body.total, total);
+  });
+
+  test('the reasons of a CSV job are those of the JSON import for the same bad values', async () => {
+    const bad = [
+      { name: '', country: 'France', totalTransactions: '1', totalAmountSpent: '-5', lastActivityDate: '2026-11-01', status: 'active' },
+      { name: 'N', country: 'F', totalTransactions: '1.5', totalAmountSpent: 'lots', lastActivityDate: '2026-02-30', status: 'vip' },
+      { name: 'N', country: 'France', totalTransactions: 'many', totalAmountSpent: '1', lastActivityDate: '2027-01-01', status: 'active' },
+    ].map((row) => ({ ...row, email: email('reason') }));
+    const numeric = (cell: string) => (/^-?\d+(\.\d+)?$/.test(cell) ? Number(cell) : cell);
+    const json = await service.request('POST', '/v1/customers/import', {
+      token,
+      body: { customers: bad.map((r) => ({ ...r, name: r.name || undefined, totalTransactions: numeric(r.totalTransactions), totalAmountSpent: numeric(r.totalAmountSpent) })) },
+    });
+    assert.equal(json.status, 200, json.text);
+    const csv = `name,email,country,orders,amount,last_activity,status\n${bad.map((r) => [r.name, r.email, r.country, r.totalTransactions, r.totalAmountSpent, r.lastActivityDate, r.status].join(',')).join('\n')}\n`;
+    const { job } = await runJob(csv);
+    const lines = (await failuresCsv(job.id)).trim().split('\r\n').slice(1);
+    const jsonReasons = json.body.failures.map((f: { reason: string }) => f.reason);
+    assert.deepEqual(jsonReasons, [
+      'Name is missing. Amount spent must be a number of 0 or more.',
+      'Country must be 2 to 80 characters, without control characters. Number of transactions must be a whole number of 0 or more. ' +
+        'Amount spent must be a number of 0 or more. Last activity date must be a real date, such as 2026-09-30 or 2026-09-30T14:00:00Z. ' +
+        'Status must be active, inactive or churned.',
+      'Number of transactions must be a whole number of 0 or more. Last activity date must not be more than one day in the future.',
+    ]);
+    assert.deepEqual(lines.map((line) => line.slice(line.indexOf(',', line.indexOf(',') + 1) + 1).replace(/^"|"$/g, '')), jsonReasons);
+    for (const reason of jsonReasons) assert.doesNotMatch(reason, /totalAmountSpent|totalTransactions|lastActivityDate|Invalid /);
+  });
+
+  test('failures.csv reports a record spanning several lines at its first line, after quoted line breaks in CRLF and LF', async () => {
+    const [a, b, c, d] = [email('multi'), email('multi'), email('multi'), email('multi')];
+    const csv =
+      'name,email,country,orders,amount,last_activity,status,notes\r\n' + // line 1
+      `Two,${a},France,1,1,2026-11-01,active,"two\r\nlines"\r\n` + // lines 2-3, stored
+      '\r\n' + // line 4, empty
+      `Three,${b},France,1,-1,2026-11-01,active,"three\r\nline\nnote"\r\n` + // lines 5-7, skipped at 5
+      `Plain,${c},France,x,1,2026-11-01,active,\r\n` + // line 8, skipped
+      `Ok,${d},France,1,1,2026-11-01,"act\r\nive",\r\n`; // lines 9-10, skipped at 9
+    const { job } = await runJob(csv);
+    assert.deepEqual([job.imported, job.skipped], [1, 3]);
+    assert.equal(
+      await failuresCsv(job.id),
+      'line,email,reason\r\n' +
+        `5,${b},Amount spent must be a number of 0 or more.\r\n` +
+        `8,${c},Number of transactions must be a whole number of 0 or more.\r\n` +
+        `9,${d},"Status must be active, inactive or churned."\r\n`,
+    );
   });
 });

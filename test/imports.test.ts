@@ -12,7 +12,9 @@ import { openDatabase, type Db } from '../src/db/database.ts';
 import { compileConditions } from '../src/domain/segments.ts';
 import { writeCustomersCsv } from '../scripts/csv-file.ts';
 import { syntheticCustomers } from '../scripts/synthetic-customers.ts';
-import { startService, type TestService } from './helpers.ts';
+import { assertProblem, startService, type TestService } from './helpers.ts';
+import { assertAggregatesExact, searchNames, segmentCount } from './support/aggregates.ts';
+import { customerRow, importRows } from './support/customers.ts';
 
 const NOW_MS = Date.parse('2026-11-20T12:00:00.000Z');
 const DAY_MS = 86_400_000;
@@ -112,7 +114,7 @@ describe('imports from concurrent clients', () => {
   test('importing the same file again stores nothing and reports every row as taken', async () => {
     const customers = Array.from({ length: 20 }, (_, i) => poolRow(1000 + i));
     const first = await service.request('POST', '/v1/customers/import', { token, body: { customers } });
-    assert.deepEqual(first.body, { imported: 20, skipped: 0, failures: [] });
+    assert.deepEqual(first.body, { imported: 20, updated: 0, skipped: 0, failures: [] });
     const kpis = (await service.request('GET', '/v1/customers/kpis', { token })).body;
     const again = await service.request('POST', '/v1/customers/import', { token, body: { customers } });
     assert.equal(again.body.imported, 0);
@@ -211,4 +213,88 @@ test('a CSV job gives way to writes of the service: edits go through while it ru
     db.close();
     rmSync(folder, { recursive: true, force: true });
   }
+});
+
+describe('customers.import with onExisting', () => {
+  let service: TestService;
+  let token: string;
+
+  before(async () => {
+    service = await startService();
+    token = await service.tokenFor('lifecycle_marketer');
+  });
+  after(() => service.close());
+
+  const stored = (email: string) => service.db.prepare('SELECT id, name, country, status, amount_cents, last_activity_at FROM customers WHERE email = ?').get(email);
+  const KENYA_BIG = [{ field: 'country', operator: 'eq', value: 'Kenya' }, { field: 'totalTransactions', operator: 'gte', value: 5 }];
+
+  test('onExisting=update replaces stored customers in one transaction: counts, aggregates, a segment count and search are exact', async () => {
+    const [ada, bo, cy] = [
+      customerRow({ name: 'Ada Oldname', country: 'France', status: 'active', totalTransactions: 1, totalAmountSpent: 10 }),
+      customerRow({ name: 'Bo Before', country: 'Kenya', status: 'active', totalTransactions: 9, totalAmountSpent: 500, lastActivityDate: '2026-03-01T00:00:00.000Z' }),
+      customerRow({ name: 'Cy Same', country: 'Kenya', status: 'inactive', totalTransactions: 7 }),
+    ];
+    await importRows(service, token, [ada, bo, cy]);
+    const adaId = (stored(ada.email) as { id: number }).id;
+    assert.equal(await segmentCount(service, token, KENYA_BIG), 2);
+    await assertAggregatesExact(service, token, 'before');
+
+    const fresh = customerRow({ name: 'Dee New', country: 'Kenya', totalTransactions: 2 });
+    const customers = [
+      { ...ada, email: ` ${ada.email.toUpperCase()} `, name: 'Ada Newname', country: 'Kenya', status: 'churned', totalTransactions: 12, totalAmountSpent: 1234.5, lastActivityDate: '2026-10-15' },
+      { ...bo, status: 'churned', totalAmountSpent: 0.1 },
+      cy,
+      fresh,
+      { ...cy, totalAmountSpent: -1 },
+      { ...ada, name: 'Ada Third' },
+    ];
+    const reply = await service.request('POST', '/v1/customers/import', { token, body: { onExisting: 'update', customers } });
+    assert.equal(reply.status, 200, reply.text);
+    assert.deepEqual(reply.body, {
+      imported: 1,
+      updated: 3,
+      skipped: 2,
+      failures: [
+        { row: 5, email: cy.email, reason: 'Amount spent must be a number of 0 or more.', errors: [{ field: 'totalAmountSpent', message: 'Amount spent must be a number of 0 or more.' }] },
+        {
+          row: 6,
+          email: ada.email,
+          reason: `The email ${ada.email} is on an earlier row of this file; only that row is imported.`,
+          errors: [{ field: 'email', message: `The email ${ada.email} is on an earlier row of this file; only that row is imported.` }],
+        },
+      ],
+    });
+    assert.equal(reply.body.imported + reply.body.updated + reply.body.skipped, customers.length);
+    assert.deepEqual(stored(ada.email), { id: adaId, name: 'Ada Newname', country: 'Kenya', status: 'churned', amount_cents: 123450, last_activity_at: Date.parse('2026-10-15') });
+    assert.equal(await segmentCount(service, token, KENYA_BIG), 3, 'Ada moves in, Bo and Cy stay, Dee stays out');
+    assert.equal(await segmentCount(service, token, KENYA_BIG), service.db.prepare("SELECT count(*) FROM customers WHERE country_key = 'kenya' AND total_transactions >= 5").pluck().get());
+    await assertAggregatesExact(service, token, 'after the update');
+    assert.deepEqual(await searchNames(service, token, 'Newname'), ['Ada Newname']);
+    assert.deepEqual(await searchNames(service, token, 'Oldname'), []);
+    assertRecomputed(service.db);
+  });
+
+  test('without onExisting a stored email is a reported failure and the stored customer is left as it was', async () => {
+    const kept = customerRow({ name: 'Kept Asis', totalAmountSpent: 42 });
+    await importRows(service, token, [kept]);
+    const before = stored(kept.email);
+    const kpis = (await service.request('GET', '/v1/customers/kpis', { token })).body;
+    for (const body of [{ customers: [{ ...kept, name: 'Changed', totalAmountSpent: 1 }] }, { onExisting: 'skip', customers: [{ ...kept, name: 'Changed', totalAmountSpent: 1 }] }]) {
+      const reply = await service.request('POST', '/v1/customers/import', { token, body });
+      const reason = `A customer with the email ${kept.email} already exists.`;
+      assert.deepEqual(reply.body, { imported: 0, updated: 0, skipped: 1, failures: [{ row: 1, email: kept.email, reason, errors: [{ field: 'email', message: reason }] }] });
+    }
+    assert.deepEqual(stored(kept.email), before);
+    assert.deepEqual((await service.request('GET', '/v1/customers/kpis', { token })).body, kpis);
+    assert.deepEqual(await searchNames(service, token, 'Changed'), []);
+  });
+
+  test('an onExisting other than skip or update is 400 naming onExisting, and nothing is stored', async () => {
+    const row = customerRow();
+    for (const onExisting of ['merge', 'UPDATE', 1, null]) {
+      const reply = await service.request('POST', '/v1/customers/import', { token, body: { onExisting, customers: [row] } });
+      assertProblem(reply, 400, 'validation_failed', ['onExisting']);
+    }
+    assert.equal(stored(row.email), undefined);
+  });
 });

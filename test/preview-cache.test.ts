@@ -57,7 +57,7 @@ describe('segment counts are never served stale', () => {
       token,
       body: { customers: [row({ totalAmountSpent: 100 }), row({ totalAmountSpent: 99.99 }), row({ totalAmountSpent: 1000 })] },
     });
-    assert.deepEqual(reply.body, { imported: 3, skipped: 0, failures: [] });
+    assert.deepEqual(reply.body, { imported: 3, updated: 0, skipped: 0, failures: [] });
     assert.equal(await preview(big), 3);
   });
 

@@ -15,7 +15,11 @@ import { createCustomerExport, type CustomerExport } from './store/export.ts';
 
 export { bulkInsertCustomers } from './bulk/bulk-load.ts';
 export { repairInterruptedBulkLoad } from './bulk/recovery.ts';
-export { duplicateReason, rowChecker, toRecord } from './imports/row-check.ts';
+export { duplicateReason, repeatedReason, rowChecker, toRecord } from './imports/row-check.ts';
+export { CSV_FIELDS, type ColumnMapping } from './imports/csv-columns.ts';
+export { PREVIEW_BYTES, PREVIEW_RECORDS, type CsvPreview } from './imports/csv-preview.ts';
+export type { ImportedRow } from './imports/imports.ts';
+export type { OnExisting } from './store/writes.ts';
 export { IMPORT_JOB_STATUSES } from './imports/job-store.ts';
 export type { ImportJob } from './imports/job-store.ts';
 export type { ImportJobs } from './imports/jobs.ts';
@@ -39,7 +43,7 @@ export interface Customers {
  * opening marks the jobs a stopped process left running as `interrupted` and empties `folder`.
  */
 export function openImportJobs(db: Db, store: CustomerRepository, options: ImportJobsOptions): ImportJobs {
-  return createImportJobs(db, store.runImportJob, options);
+  return createImportJobs(db, { runJob: store.runImportJob, emailsStored: store.emailsStored }, options);
 }
 
 /**

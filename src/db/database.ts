@@ -164,7 +164,7 @@ function takeTurns(db: Db, shared: SharedArrayBuffer): void {
 }
 
 /** The schema version this release writes; `PRAGMA user_version` holds the version of a database. */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 /**
  * Steps that bring a database from version N to N + 1, for changes `CREATE ... IF NOT EXISTS`
@@ -179,6 +179,11 @@ const UPGRADES: Record<number, (db: Db) => void> = {
     addColumn(db, 'campaigns', 'audience_description', 'TEXT');
     addColumn(db, 'campaigns', 'audience_size', 'INTEGER CHECK (audience_size IS NULL OR audience_size >= 0)');
     addColumn(db, 'campaigns', 'approved_at', 'INTEGER');
+  },
+  // 7 -> 8: an import job may update stored customers, and counts them.
+  7: (db) => {
+    addColumn(db, 'import_jobs', 'updated', 'INTEGER NOT NULL DEFAULT 0');
+    addColumn(db, 'import_jobs', 'on_existing', "TEXT NOT NULL DEFAULT 'skip' CHECK (on_existing IN ('skip', 'update'))");
   },
 };
 

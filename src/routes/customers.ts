@@ -1,5 +1,5 @@
 // customers.* operations: list, create, get, update, delete, import, and the live aggregates.
-import { duplicateReason, rowChecker, toRecord, type CustomerRepository, type ImportJobs } from '../customers/index.ts';
+import { duplicateReason, repeatedReason, rowChecker, toRecord, type CustomerRepository, type ImportJobs } from '../customers/index.ts';
 import type { Clock } from '../domain/clock.ts';
 import { activityTrend, customerHealth, customerKpis, topCustomers } from '../domain/customer-summary.ts';
 import type { CustomerRecord } from '../domain/customers.ts';
@@ -23,7 +23,16 @@ import {
   Trend,
   TrendQuery,
 } from '../schemas/customers.ts';
-import { FailuresCsv, ImportJob, ImportJobListQuery, ImportJobPage, ImportUploadQuery } from '../schemas/imports.ts';
+import {
+  FailuresCsv,
+  ImportJob,
+  ImportJobListQuery,
+  ImportJobPage,
+  ImportPreview,
+  ImportPreviewQuery,
+  ImportUploadQuery,
+  PREVIEW_NOTE,
+} from '../schemas/imports.ts';
 
 /** Returns the customers operations. */
 export function customerOperations({ customers, jobs, clock }: { customers: CustomerRepository; jobs: ImportJobs; clock: Clock }) {
@@ -97,7 +106,9 @@ export function customerOperations({ customers, jobs, clock }: { customers: Cust
 
   const importMany = operation({
     operationId: 'customers.import',
-    summary: 'Import up to 1000 customers: valid rows are stored in one transaction, invalid or duplicate rows are reported.',
+    summary:
+      'Import up to 1000 customers: valid rows are stored in one transaction, invalid or duplicate rows are reported; with onExisting=update a ' +
+      'row whose email is stored replaces that customer\'s fields.',
     tag: 'customers',
     body: ImportRequest,
     documentedBody: ImportRequestDocumented,
@@ -105,21 +116,31 @@ export function customerOperations({ customers, jobs, clock }: { customers: Cust
     async handle({ body }) {
       type Failure = { row: number; email: string | null; reason: string; errors: FieldError[] };
       const failures: Failure[] = [];
+      const fail = (row: number, email: string, reason: string) => failures.push({ row, email, reason, errors: [{ field: 'email', message: reason }] });
       const valid: { row: number; record: CustomerRecord }[] = [];
+      const emails = new Set<string>();
       body.customers.forEach((raw, index) => {
         const checked = checkRow(raw);
-        if (checked.ok) valid.push({ row: index + 1, record: checked.record });
-        else failures.push({ row: index + 1, email: checked.email, reason: checked.reason, errors: checked.errors });
+        if (!checked.ok) failures.push({ row: index + 1, email: checked.email, reason: checked.reason, errors: checked.errors });
+        // Updating, a repeat would overwrite the row before it: the first row with an email is the one imported.
+        else if (body.onExisting === 'update' && emails.has(checked.record.email)) fail(index + 1, checked.record.email, repeatedReason(checked.record.email));
+        else {
+          emails.add(checked.record.email);
+          valid.push({ row: index + 1, record: checked.record });
+        }
       });
-      const ids = await customers.importCustomers(valid.map((r) => r.record), clock());
-      ids.forEach((id, i) => {
-        if (id) return;
+      const stored = await customers.importCustomers(valid.map((r) => r.record), clock(), body.onExisting);
+      let updated = 0;
+      stored.forEach((customer, i) => {
+        if (customer) {
+          if (customer.updated) updated++;
+          return;
+        }
         const { row, record } = valid[i]!;
-        const reason = duplicateReason(record.email);
-        failures.push({ row, email: record.email, reason, errors: [{ field: 'email', message: reason }] });
+        fail(row, record.email, duplicateReason(record.email));
       });
       failures.sort((a, b) => a.row - b.row);
-      return { imported: body.customers.length - failures.length, skipped: failures.length, failures };
+      return { imported: body.customers.length - failures.length - updated, updated, skipped: failures.length, failures };
     },
   });
 
@@ -174,7 +195,8 @@ export function customerOperations({ customers, jobs, clock }: { customers: Cust
       description:
         'UTF-8, an optional byte order mark, RFC 4180 quoting, and a header row. Columns are matched to fields by name without case ' +
         '(aliases: name / full name / full_name, total_amount_spent / total_spent / amount, total_transactions / transactions / orders, ' +
-        'last_activity_date / last_activity); an email column is required, other columns are ignored and listed. Rows follow customers.import.',
+        'last_activity_date / last_activity), after the `columns` mapping; an email column is required, other columns are ignored and listed. ' +
+        'Rows follow customers.import, onExisting included.',
     },
     query: ImportUploadQuery,
     accepted: true,
@@ -187,8 +209,33 @@ export function customerOperations({ customers, jobs, clock }: { customers: Cust
           fileName: query.fileName,
           declaredBytes: Number.isFinite(declared) ? declared : undefined,
           createdBy: user.id,
+          columns: query.columns,
+          onExisting: query.onExisting,
         });
         return new Accepted(job, `/v1/customers/imports/${job.id}`);
+      } catch (error) {
+        ctx.req.resume(); // the rest of a refused file is discarded, so the client reads the answer
+        throw error;
+      }
+    },
+  });
+
+  const previewImport = operation({
+    operationId: 'customers.imports.preview',
+    summary: 'Look at a CSV file before importing it: how each column will be read, its first records as they would be stored, and their problems.',
+    tag: 'customers',
+    upload: { mediaType: 'text/csv', description: `The same file as for customers.imports.create. ${PREVIEW_NOTE}` },
+    query: ImportPreviewQuery,
+    response: ImportPreview,
+    problems: ['payload_too_large', 'unsupported_media_type'],
+    async handle({ query, ctx }) {
+      const declared = Number(ctx.req.headers['content-length']);
+      try {
+        return await jobs.preview(ctx.req.iterator({ destroyOnReturn: false }), {
+          declaredBytes: Number.isFinite(declared) ? declared : undefined,
+          columns: query.columns,
+          onExisting: query.onExisting,
+        });
       } catch (error) {
         ctx.req.resume(); // the rest of a refused file is discarded, so the client reads the answer
         throw error;
@@ -236,5 +283,5 @@ export function customerOperations({ customers, jobs, clock }: { customers: Cust
     },
   });
 
-  return { list, create, get, update, remove, importMany, importFile, listImports, getImport, importFailures, kpis, trend, health, top };
+  return { list, create, get, update, remove, importMany, importFile, previewImport, listImports, getImport, importFailures, kpis, trend, health, top };
 }

@@ -31,6 +31,9 @@ const LAST_ACTIVITY =
   'A calendar date (2026-09-30, taken as UTC midnight) or a date-time with Z or an offset (2026-09-30T14:00:00Z, ' +
   '2025-12-01T09:30:00+01:00; seconds and their fraction optional). It must exist (2026-02-30 does not) and be at most one day ahead.';
 
+/** The message of a last activity more than a day ahead: the import reasons (customers/imports/reasons.ts) tell it apart. */
+export const FUTURE_DATE_MESSAGE = 'Must not be more than one day in the future.';
+
 /** Fields of a customer on input; the output carries cents and epoch milliseconds. Built with the clock for the future check. */
 export function customerFields(clock: Clock) {
   return {
@@ -45,7 +48,7 @@ export function customerFields(clock: Clock) {
       v.metadata({ pattern: ISO_DATE_INPUT, examples: ['2026-09-30', '2026-09-30T14:00:00Z', '2025-12-01T09:30:00+01:00'] }),
       v.description(LAST_ACTIVITY),
       v.transform((text) => parseIsoDate(text)!),
-      v.check((ms) => ms <= clock().getTime() + DAY_MS, 'Must not be more than one day in the future.'),
+      v.check((ms) => ms <= clock().getTime() + DAY_MS, FUTURE_DATE_MESSAGE),
     ),
     status: CustomerStatus,
   };
@@ -90,7 +93,17 @@ export const CustomerPage = v.object({
   limit: v.pipe(v.number(), v.integer(), v.minValue(1)),
 });
 
+export const OnExisting = v.pipe(
+  v.picklist(['skip', 'update'], 'Must be skip or update.'),
+  v.description(
+    'What to do with a row whose email is stored: `skip` reports it as a failure and leaves the customer as it is; `update` replaces ' +
+      'the stored customer\'s fields with the row\'s (the row must be valid as a new customer would be). A row repeating an earlier ' +
+      'row\'s email is a failure either way.',
+  ),
+);
+
 export const ImportRequest = v.object({
+  onExisting: v.optional(OnExisting, 'skip'),
   customers: v.pipe(
     v.array(v.unknown(), 'Must be an array of customers.'),
     v.minLength(1, 'Must hold at least 1 customer.'),
@@ -122,6 +135,7 @@ const ImportRow = v.pipe(
  * and a client or gateway validating against the document must let such a body through.
  */
 export const ImportRequestDocumented = v.object({
+  onExisting: v.optional(OnExisting, 'skip'),
   customers: v.pipe(
     v.array(ImportRow),
     v.minLength(1),
@@ -136,13 +150,14 @@ export const ImportRequestDocumented = v.object({
 });
 
 export const ImportReport = v.object({
-  imported: Counter,
+  imported: v.pipe(Counter, v.description('Rows stored as new customers.')),
+  updated: v.pipe(Counter, v.description('Rows that replaced a stored customer\'s fields (onExisting=update); 0 when skipping. imported + updated + skipped is the number of rows.')),
   skipped: Counter,
   failures: v.array(
     v.object({
       row: v.pipe(v.number(), v.integer(), v.minValue(1)),
       email: v.nullable(v.string()),
-      reason: v.string(),
+      reason: v.pipe(v.string(), v.description('Why, in the words failures.csv of a CSV job gives for the same value.')),
       errors: v.array(v.object({ field: v.string(), message: v.string() })),
     }),
   ),

@@ -1,11 +1,84 @@
-// Schemas of CSV import jobs: the upload's query, a job, and pages of jobs.
+// Schemas of CSV import jobs: the upload's query, a job, pages of jobs, and the preview of a file.
 import * as v from 'valibot';
-import { IMPORT_JOB_STATUSES } from '../customers/index.ts';
-import { Counter, MAX_COUNTER, Timestamp, TrimmedText } from './common.ts';
+import { CSV_FIELDS, IMPORT_JOB_STATUSES, PREVIEW_BYTES, PREVIEW_RECORDS, type ColumnMapping } from '../customers/index.ts';
+import { Counter, Email, MAX_COUNTER, Timestamp, TrimmedText } from './common.ts';
+import { CustomerStatus, OnExisting } from './customers.ts';
+
+const COLUMNS_RULE = `a JSON object from header names (trimmed, without case) to field names (${CSV_FIELDS.join(', ')}) or null`;
+
+/**
+ * `columns`: a JSON object from header names to the field each column holds, or null to ignore it, applied before
+ * the built-in names and aliases. That its keys name headers of the file, and no two name one field, is checked
+ * against the file's header row.
+ */
+const ColumnsParam = v.pipe(
+  v.string(),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(dataset.value);
+    } catch {
+      parsed = undefined;
+    }
+    const fields: readonly unknown[] = CSV_FIELDS;
+    const valid =
+      typeof parsed === 'object' &&
+      parsed !== null &&
+      !Array.isArray(parsed) &&
+      Object.values(parsed).every((field) => field === null || fields.includes(field));
+    if (!valid) {
+      addIssue({ message: `Must be ${COLUMNS_RULE}, such as {"Mail":"email","Notes":null}.` });
+      return NEVER;
+    }
+    return parsed as ColumnMapping;
+  }),
+  v.metadata({ examples: ['{"Mail":"email","Spent (EUR)":"totalAmountSpent","Notes":null}'] }),
+  v.description(`How to read some columns: ${COLUMNS_RULE}, applied before the built-in names and aliases. A key that names no header, or two headers for one field, is 400.`),
+);
 
 export const ImportUploadQuery = v.object({
   fileName: v.optional(v.pipe(TrimmedText(1, 255), v.description('The name of the uploaded file, shown with the job.'))),
+  columns: v.optional(ColumnsParam),
+  onExisting: v.optional(OnExisting, 'skip'),
 });
+
+export const ImportPreviewQuery = v.object({
+  columns: v.optional(ColumnsParam),
+  onExisting: v.optional(OnExisting, 'skip'),
+});
+
+export const ImportPreview = v.object({
+  columns: v.pipe(
+    v.array(v.object({ header: v.string(), field: v.nullable(v.picklist(CSV_FIELDS)) })),
+    v.description('Every header of the file, in order, with the field its column will be read as; null for a column that is ignored.'),
+  ),
+  rows: v.pipe(
+    v.array(
+      v.object({
+        line: v.pipe(v.number(), v.integer(), v.minValue(2), v.description('The line the record starts on; the header is line 1.')),
+        name: v.string(),
+        email: Email,
+        country: v.string(),
+        totalTransactions: Counter,
+        totalAmountSpent: v.pipe(v.number(), v.minValue(0)),
+        lastActivityDate: Timestamp,
+        status: CustomerStatus,
+        existing: v.pipe(v.boolean(), v.description('A customer with this email is stored: with onExisting=update the row replaces its fields.')),
+      }),
+    ),
+    v.description(
+      `The valid records among the first ${PREVIEW_RECORDS} after the header, as they would be stored (trimmed, the email lower-cased, ` +
+        'amounts rounded to cents, dates in UTC); a customer without its id.',
+    ),
+  ),
+  problems: v.pipe(
+    v.array(v.object({ line: v.pipe(v.number(), v.integer(), v.minValue(2)), email: v.nullable(v.string()), reason: v.string() })),
+    v.description(`The records among the first ${PREVIEW_RECORDS} the job would skip, with their first line and the reason it would give in failures.csv.`),
+  ),
+});
+
+/** The preview's note on how much of the file is read. */
+export const PREVIEW_NOTE = `Only the first ${PREVIEW_BYTES / 1024} KB of the body are read; a record they cut is left out. Nothing is stored.`;
 
 export const ImportJob = v.strictObject({
   id: v.string(),
@@ -15,9 +88,11 @@ export const ImportJob = v.strictObject({
   ),
   fileName: v.optional(v.string()),
   bytesRead: v.pipe(Counter, v.description('Bytes of the file read so far: with its size, the progress.')),
-  rowsRead: v.pipe(Counter, v.description('Rows read so far, the header not counted; imported + skipped.')),
-  imported: Counter,
-  skipped: v.pipe(Counter, v.description('Rows not stored; each is a line of failures.csv.')),
+  rowsRead: v.pipe(Counter, v.description('Rows read so far, the header not counted; imported + updated + skipped.')),
+  imported: v.pipe(Counter, v.description('Rows stored as new customers.')),
+  updated: v.pipe(Counter, v.description('Rows that replaced the fields of a stored customer with the same email (onExisting=update); 0 when skipping.')),
+  skipped: v.pipe(Counter, v.description('Rows not stored; each is a line of failures.csv. imported + updated + skipped = rowsRead.')),
+  onExisting: v.pipe(OnExisting, v.description('What the job does with a row whose email is stored.')),
   ignoredColumns: v.pipe(v.array(v.string()), v.description('Header names that match no customer field; their cells are not read.')),
   startedAt: Timestamp,
   finishedAt: v.optional(Timestamp),

@@ -33,5 +33,5 @@ export async function createCustomer(service: TestService, token: string, body: 
 export async function importRows(service: TestService, token: string, rows: readonly CustomerRow[]): Promise<void> {
   const reply = await service.request('POST', '/v1/customers/import', { token, body: { customers: rows } });
   assert.equal(reply.status, 200, reply.text);
-  assert.deepEqual(reply.body, { imported: rows.length, skipped: 0, failures: [] });
+  assert.deepEqual(reply.body, { imported: rows.length, updated: 0, skipped: 0, failures: [] });
 }

@@ -18,8 +18,19 @@ export const customers = {
   update: (customerId, body) => request('PATCH', `/v1/customers/${id(customerId)}`, { body }),
   /** @param {string} customerId @returns {Promise<null>} */
   remove: (customerId) => request('DELETE', `/v1/customers/${id(customerId)}`),
-  /** @param {File} file @param {Opts} [o] @returns {Promise<import('./types.js').ImportJob>} */
-  uploadImport: (file, o = {}) => request('POST', '/v1/customers/imports', { file: new Blob([file], { type: 'text/csv' }), query: { fileName: file.name.slice(0, 255) }, ...o }),
+  /**
+   * @param {File} file @param {{ columns?: Record<string, string | null>, onExisting?: 'skip' | 'update' }} how an empty mapping and `skip` are left out
+   * @param {Opts} [o] @returns {Promise<import('./types.js').ImportJob>}
+   */
+  uploadImport: (file, how = {}, o = {}) =>
+    request('POST', '/v1/customers/imports', { file: new Blob([file], { type: 'text/csv' }), query: { fileName: file.name.slice(0, 255), ...importQuery(how) }, ...o }),
+  /**
+   * The preview reads 64 KB: one byte more tells it a record at the end was cut.
+   * @param {File} file @param {{ columns?: Record<string, string | null>, onExisting?: 'skip' | 'update' }} how
+   * @param {Opts} [o] @returns {Promise<import('./types.js').ImportPreview>}
+   */
+  previewImport: (file, how = {}, o = {}) =>
+    request('POST', '/v1/customers/imports/preview', { file: new Blob([file.slice(0, 64 * 1024 + 1)], { type: 'text/csv' }), query: importQuery(how), ...o }),
   /** @param {string} jobId @param {Opts} [o] @returns {Promise<import('./types.js').ImportJob>} */
   importJob: (jobId, o = {}) => request('GET', `/v1/customers/imports/${id(jobId)}`, o),
   /** @param {string} jobId @returns {Promise<Blob>} the skipped rows as CSV */
@@ -148,3 +159,11 @@ export const chat = {
   /** @param {string} threadId @param {string} actionId @returns {Promise<import('./types.js').RejectReply>} the proposal, now dismissed */
   rejectAction: (threadId, actionId) => request('POST', `/v1/chat/threads/${id(threadId)}/actions/${id(actionId)}/reject`),
 };
+
+/**
+ * The query of an upload or preview: the mapping when it names a column, onExisting when it updates.
+ * @param {{ columns?: Record<string, string | null>, onExisting?: 'skip' | 'update' }} how
+ */
+function importQuery({ columns, onExisting }) {
+  return { columns: columns && Object.keys(columns).length ? JSON.stringify(columns) : undefined, onExisting: onExisting === 'update' ? 'update' : undefined };
+}

@@ -27,6 +27,7 @@ export type CustomerInput = Omit<Customer, 'id' | 'totalTransactions' | 'totalAm
 };
 export type ImportReport = v.InferOutput<typeof customers.ImportReport>;
 export type ImportJob = v.InferOutput<typeof imports.ImportJob>;
+export type ImportPreview = v.InferOutput<typeof imports.ImportPreview>;
 export type Kpis = v.InferOutput<typeof customers.Kpis>;
 export type TrendPoint = v.InferOutput<typeof customers.Trend>[number];
 export type Health = v.InferOutput<typeof customers.Health>;

@@ -1,6 +1,8 @@
 // The header row of an imported CSV file: which column holds which customer field, by name or a common alias,
 // compared without case, spaces, underscores or hyphens; and a row's cells turned into the fields customers.import
 // takes, so one check serves both imports.
+import { parse } from 'csv-parse/sync';
+import { invalidField } from '../../domain/errors.ts';
 
 /** The customer fields a CSV column can hold. */
 export const CSV_FIELDS = ['name', 'email', 'country', 'totalTransactions', 'totalAmountSpent', 'lastActivityDate', 'status'] as const;
@@ -34,16 +36,44 @@ const ALIASES: Record<string, CsvField> = {
   status: 'status',
 };
 
-/** Returns which column holds each field (the first column naming a field wins) and the header names left over. */
-export function mapColumns(header: readonly string[]): { columns: ColumnMap; ignored: string[] } {
+/**
+ * What a client says of some header names (trimmed, without case): the field each holds, or null for a column to
+ * ignore. Applied before the built-in names and aliases.
+ */
+export type ColumnMapping = Readonly<Record<string, CsvField | null>>;
+
+/**
+ * Returns which column holds each field, the field each header is read as (null: ignored), and the header names left
+ * over. `mapping` goes first; then the first column naming a field by name or alias takes it. Throws
+ * `validation_failed` on `columns` for a mapping key that names no header, or a field two headers would hold.
+ */
+export function mapColumns(header: readonly string[], mapping: ColumnMapping = {}): { columns: ColumnMap; fields: (CsvField | null)[]; ignored: string[] } {
   const columns: ColumnMap = {};
-  const ignored: string[] = [];
+  const fields: (CsvField | null)[] = header.map(() => null);
+  const chosen = new Map(Object.entries(mapping).map(([name, field]) => [name.trim().toLowerCase(), field]));
+  const named = new Set<string>();
   header.forEach((name, index) => {
-    const field = ALIASES[key(name)];
-    if (field && columns[field] === undefined) columns[field] = index;
-    else ignored.push(name);
+    const wanted = chosen.get(name.trim().toLowerCase());
+    if (wanted === undefined) return;
+    named.add(name.trim().toLowerCase());
+    if (wanted === null) return;
+    if (columns[wanted] !== undefined) {
+      throw invalidField('columns', `Two columns (${header[columns[wanted]!]} and ${name}) would both be read as ${wanted}: map one of them to another field or to null.`);
+    }
+    columns[wanted] = index;
+    fields[index] = wanted;
   });
-  return { columns, ignored };
+  const unknown = [...chosen.keys()].filter((name) => !named.has(name));
+  if (unknown.length > 0) throw invalidField('columns', `No column of the file is named ${unknown.join(', ')}.`);
+  header.forEach((name, index) => {
+    if (chosen.has(name.trim().toLowerCase())) return;
+    const field = ALIASES[key(name)];
+    if (field && columns[field] === undefined) {
+      columns[field] = index;
+      fields[index] = field;
+    }
+  });
+  return { columns, fields, ignored: header.filter((_, index) => fields[index] === null) };
 }
 
 const NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
@@ -67,4 +97,36 @@ export function rowInput(cells: readonly string[], columns: ColumnMap): Record<s
     else input[field] = field === 'status' ? cell.toLowerCase() : cell;
   }
   return input;
+}
+
+/** The header row must end within this many bytes. */
+export const HEADER_LIMIT = 64 * 1024;
+
+/**
+ * Returns the header row found at the start of `head` (the first bytes of a file) and how its columns are read (see
+ * `mapColumns`). Throws `validation_failed` on `body` for a first line that is no CSV header row naming an email
+ * column, or longer than HEADER_LIMIT, and on `columns` for a mapping that does not fit the header.
+ */
+export function readHeader(head: Buffer, mapping?: ColumnMapping): { header: string[] } & ReturnType<typeof mapColumns> {
+  const lineEnd = head.indexOf(0x0a);
+  if ((lineEnd < 0 ? head.length : lineEnd) > HEADER_LIMIT) {
+    throw invalidField('body', `The first line is longer than ${HEADER_LIMIT} bytes: it must be a header row naming the columns.`);
+  }
+  const header = headerCells(head.subarray(0, lineEnd < 0 ? head.length : lineEnd));
+  const mapped = mapColumns(header, mapping);
+  if (mapped.columns.email === undefined) {
+    const named = header.length ? ` (it names ${header.slice(0, 20).join(', ')})` : '';
+    throw invalidField('body', `The header row has no email column${named}; email is required, the other fields are matched by name.`);
+  }
+  return { header, ...mapped };
+}
+
+/** Returns the cells of the header line; throws `validation_failed` on `body` when it is not a CSV row. */
+function headerCells(line: Buffer): string[] {
+  try {
+    const [cells] = parse(line, { bom: true, relax_quotes: true }) as string[][];
+    return (cells ?? []).map((cell) => cell.trim()).filter((cell, i, all) => cell !== '' || i < all.length - 1);
+  } catch {
+    throw invalidField('body', 'The first line is not a CSV header row.');
+  }
 }

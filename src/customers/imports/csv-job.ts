@@ -7,11 +7,11 @@ import type { MessagePort } from 'node:worker_threads';
 import type { CustomerRecord } from '../../domain/customers.ts';
 import type { WriteTurns } from '../../db/database.ts';
 import { toColumns, type InsertedColumns, type StoredCustomer } from '../store/rows.ts';
-import type { CustomerWrites } from '../store/writes.ts';
+import { CustomerIdSet, isReplaced, type CustomerWrites, type Imported } from '../store/writes.ts';
 import type { jobProgressWriter, JobToRun, SkippedRow } from './job-store.ts';
 import type { ParsedBatch, ParserMessage } from './csv-parser.ts';
 import { unpackRow } from './packed-rows.ts';
-import { duplicateReason } from './row-check.ts';
+import { duplicateReason, repeatedReason } from './reasons.ts';
 
 /**
  * On the writer thread (its own connection, with write turns): a transaction nobody waits for ends after this long or
@@ -57,11 +57,15 @@ const READY_ROWS = 2_000;
 /** Parsed batches asked for ahead of the writer, so parsing never waits for a commit nor runs far ahead of it. */
 const BATCHES_AHEAD = 6;
 
-/** What one committed transaction of a job stored, for the change feed: its new customers' facts. */
+/**
+ * What one committed transaction of a job stored, for the change feed: its new customers' facts, and (updating) the
+ * facts before and after of the customers whose fields it changed, in the same order.
+ */
 export interface JobCommit {
   seq: number;
   generation: number;
   inserted: InsertedColumns;
+  replaced?: { before: InsertedColumns; after: InsertedColumns };
 }
 
 export interface CsvJobDeps {
@@ -96,6 +100,8 @@ export async function runCsvJob(job: JobToRun, parser: MessagePort, deps: CsvJob
   let commitMs = FIRST_COMMIT_MS;
 
   const parsed = receiveBatches(parser);
+  /** Updating: the customers this job has stored or replaced, so a later row repeating an email is reported, not applied. */
+  const seen = job.onExisting === 'update' ? new CustomerIdSet() : undefined;
 
   /** Commits the next prefix of the rows received; with `end`, once every batch is in, the end of the file too. */
   const commit = (end?: { bytes: number; broken?: SkippedRow }) => {
@@ -131,17 +137,17 @@ export async function runCsvJob(job: JobToRun, parser: MessagePort, deps: CsvJob
       waitingRows--;
       return unpackRow(packed).record;
     };
-    let result: ReturnType<CustomerWrites['insertWith']>;
+    let result: { stored: Imported[]; generation: number };
     try {
-      result = deps.writes.insertWith(next, job.startedAt, (stored) => {
+      const also = (stored: Imported[]) => {
         let imported = 0;
+        let updated = 0;
         stored.forEach((s, i) => {
-          if (s) {
-            imported++;
-            return;
-          }
-          const { line, record } = unpackRow(inserted[i]!);
-          skipped.push({ line, email: record.email, reason: duplicateReason(record.email) });
+          if (s === undefined || s === null) {
+            const { line, record } = unpackRow(inserted[i]!);
+            skipped.push({ line, email: record.email, reason: s === null ? repeatedReason(record.email) : duplicateReason(record.email) });
+          } else if (isReplaced(s)) updated++;
+          else imported++;
         });
         if (end && batches.length === 0) {
           bytes = Math.max(bytes, end.bytes);
@@ -151,13 +157,14 @@ export async function runCsvJob(job: JobToRun, parser: MessagePort, deps: CsvJob
           }
           finished = true;
         }
-        deps.progress.record(job.seq, { bytes, rows, imported }, skipped);
-      });
+        deps.progress.record(job.seq, { bytes, rows, imported, updated }, skipped);
+      };
+      result = seen ? deps.writes.upsertWith(next, job.startedAt, seen, also) : deps.writes.insertWith(next, job.startedAt, also);
     } finally {
       turns?.release();
     }
     commitMs = 0.7 * commitMs + 0.3 * (performance.now() - insertedAt);
-    deps.onCommit({ seq: job.seq, generation: result.generation, inserted: toColumns(result.stored.filter((s): s is StoredCustomer => s !== undefined)) });
+    deps.onCommit(commitOf(job.seq, result));
   };
 
   try {
@@ -187,6 +194,24 @@ export async function runCsvJob(job: JobToRun, parser: MessagePort, deps: CsvJob
   } finally {
     parsed.close();
   }
+}
+
+/** Returns what a committed transaction changed, as columns for the change feed. */
+function commitOf(seq: number, { stored, generation }: { stored: Imported[]; generation: number }): JobCommit {
+  const inserted: StoredCustomer[] = [];
+  const before: StoredCustomer[] = [];
+  const after: StoredCustomer[] = [];
+  for (const s of stored) {
+    if (s === undefined || s === null) continue;
+    if (!isReplaced(s)) inserted.push(s);
+    else if (s.before !== s.after) {
+      before.push(s.before);
+      after.push(s.after);
+    }
+  }
+  const commit: JobCommit = { seq, generation, inserted: toColumns(inserted) };
+  if (after.length > 0) commit.replaced = { before: toColumns(before), after: toColumns(after) };
+  return commit;
 }
 
 /**

@@ -15,6 +15,8 @@ import { parse, type Options } from 'csv-parse';
 import { rowInput, type ColumnMap } from './csv-columns.ts';
 import type { SkippedRow } from './job-store.ts';
 import { packRow } from './packed-rows.ts';
+import { brokenFileReason, unreadableReason } from './reasons.ts';
+import { recordLines } from './record-lines.ts';
 import { rowChecker } from './row-check.ts';
 
 /**
@@ -63,7 +65,7 @@ export type ParserMessage = ({ type: 'batch' } & ParsedBatch) | { type: 'end'; b
 /** A message waiting to be posted: a batch's records are merged from its window's runs when it is posted. */
 type Ready = ({ type: 'batch'; merge: ReturnType<typeof runMerger>; part: number } & Omit<ParsedBatch, 'records'>) | Extract<ParserMessage, { type: 'end' }>;
 
-/** A record as the parser hands it on: its cells, its (last) line in the file, and where it ends (bytes). */
+/** A record as the parser hands it on: its cells, its first line in the file, and where it ends (bytes). */
 interface ParsedRow {
   cells: string[];
   line: number;
@@ -85,8 +87,8 @@ export interface ParserInput {
 export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): void {
   const check = rowChecker(() => new Date(startedAt));
   let credit = 0;
-  /** The line of the last record parsed: the parser runs ahead of the records the stream has handed on. */
-  let parsedLine = 0;
+  /** The first line of each record, in the order the parser reads them: it runs ahead of the records handed on. */
+  const firstLine = recordLines();
   /** Where the last record handed on ends in the file. */
   let readBytes = 0;
   let lastSkipped = 0;
@@ -116,15 +118,12 @@ export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): v
     skip_empty_lines: true,
     skip_records_with_error: true,
     // Each record carries its own line and end: by the time the stream hands it on, the parser may be rows ahead.
-    on_record: (cells, context) => {
-      parsedLine = context.lines;
-      return { cells, line: context.lines, bytes: context.bytes };
-    },
+    on_record: (cells, context) => ({ cells, line: firstLine(cells, context.lines), bytes: context.bytes }),
     on_skip: (error) => {
-      const at = typeof error?.lines === 'number' ? error.lines : parsedLine + 1;
+      const at = firstLine.afterLast();
       if (at === lastSkipped) return undefined; // one row may break more than one rule
       lastSkipped = at;
-      windowSkipped.push({ line: at, email: null, reason: `Not a CSV row: ${error?.message ?? 'unreadable'}` });
+      windowSkipped.push({ line: at, email: null, reason: unreadableReason(error?.code) });
       return undefined;
     },
   };
@@ -187,7 +186,7 @@ export function parseCsvFile({ path, columns, startedAt, port }: ParserInput): v
     // A system error's message names the file's path on this machine: only its code goes out.
     const system = error as NodeJS.ErrnoException | undefined;
     const cause = typeof system?.syscall === 'string' ? system.code : error instanceof Error ? error.message : String(error);
-    const reason = `The file could not be read from here on: ${cause}`;
+    const reason = brokenFileReason(String(cause));
     ready.push({ type: 'end', bytes: parser.info.bytes, broken: { line: parser.info.lines, email: null, reason } });
     pump();
   };

@@ -2,21 +2,26 @@
 // request's rows in that one transaction. Fewer, larger transactions dirty fewer distinct index pages per row, and
 // every transaction costs one WAL write of each page it dirtied.
 import type { CustomerRecord } from '../../domain/customers.ts';
-import type { CustomerWrites } from '../store/writes.ts';
+import type { StoredCustomer } from '../store/rows.ts';
+import { isReplaced, type CustomerWrites, type OnExisting } from '../store/writes.ts';
 
-/** One import request: its validated records and the instant that stamps them. */
+/** One import request: its validated records, the instant that stamps them, and what to do with a stored email. */
 export interface ImportRequest {
   id: number;
   records: CustomerRecord[];
   now: number;
+  onExisting: OnExisting;
 }
+
+/** A record that replaced a stored customer's fields: its index in the request, and the customer before (null: unchanged). */
+export type ReplacedRow = [index: number, before: StoredCustomer | null];
 
 /**
  * What became of a group of requests: each one's new ids (null for a taken email) or its error, and the transactions
  * that committed them, in commit order: each one's generation and requests.
  */
 export interface ImportReply {
-  results: ({ id: number; ids: (number | null)[] } | { id: number; error: unknown })[];
+  results: ({ id: number; ids: (number | null)[]; replaced: ReplacedRow[] } | { id: number; error: unknown })[];
   commits: { generation: number; requests: number[] }[];
 }
 
@@ -44,7 +49,14 @@ export function createImportQueue(writes: CustomerWrites, onReply: (reply: Impor
     const reply: ImportReply = {
       results: results.map((result, i) => {
         const { id } = group[i]!;
-        return 'stored' in result ? { id, ids: result.stored.map((s) => s?.id ?? null) } : { id, error: result.error };
+        if (!('stored' in result)) return { id, error: result.error };
+        const replaced: ReplacedRow[] = [];
+        const ids = result.stored.map((s, index) => {
+          if (!isReplaced(s)) return s?.id ?? null;
+          replaced.push([index, s.before === s.after ? null : s.before]);
+          return s.after.id;
+        });
+        return { id, ids, replaced };
       }),
       commits: commits.map(({ generation, batches }) => ({ generation, requests: batches.map((i) => group[i]!.id) })),
     };

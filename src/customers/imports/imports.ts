@@ -10,8 +10,8 @@ import { runCsvJob, type JobCommit } from './csv-job.ts';
 import { parseCsvFile } from './csv-parser.ts';
 import { createImportQueue, type ImportReply } from './group-commit.ts';
 import { jobProgressWriter, type JobToRun } from './job-store.ts';
-import { insertionsOf, type CustomerChange, type StoredCustomer } from '../store/rows.ts';
-import type { CustomerWrites } from '../store/writes.ts';
+import { insertionsOf, type CustomerChange, type InsertedColumns, type StoredCustomer } from '../store/rows.ts';
+import type { CustomerWrites, OnExisting } from '../store/writes.ts';
 import { WriteTurns, writeTurnsOf, type Db } from '../../db/database.ts';
 import { prepareThreads, startWorkerThread } from '../../db/worker-thread.ts';
 
@@ -53,9 +53,12 @@ function logDescriptor(path: string): number {
 /** The threads stop after this long without work, and start again with the next import. */
 const IDLE_MS = 10_000;
 
+/** What became of one record of an import request: its customer's id and whether it replaced a stored one, or null (email taken). */
+export type ImportedRow = { id: string; updated: boolean } | null;
+
 interface Waiting {
   records: readonly CustomerRecord[];
-  resolve: (ids: (string | null)[]) => void;
+  resolve: (rows: ImportedRow[]) => void;
   reject: (error: unknown) => void;
   /** Tells the generation readers that this write has been reported. */
   reported: () => void;
@@ -65,6 +68,12 @@ interface Waiting {
 
 function stored(record: CustomerRecord, id: number): StoredCustomer {
   return { ...record, id, countryKey: countryKey(record.country) };
+}
+
+/** The changes of customers a job's transaction replaced: each one's facts before and after, in the same order. */
+function replacementsOf(before: InsertedColumns, after: InsertedColumns): CustomerChange[] {
+  const olds = insertionsOf(before);
+  return insertionsOf(after).map((change, i) => ({ before: olds[i]!.after, after: change.after }));
 }
 
 /** What the writer thread posts: a group commit's reply, a job's transaction or end, or a request for a checkpoint. */
@@ -94,7 +103,8 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
   let idle: NodeJS.Timeout | undefined;
   let job: RunningJob | undefined;
 
-  const publishJobCommit = ({ generation, inserted }: JobCommit) => feed.publish(insertionsOf(inserted), generation);
+  const publishJobCommit = ({ generation, inserted, replaced }: JobCommit) =>
+    feed.publish(replaced ? [...insertionsOf(inserted), ...replacementsOf(replaced.before, replaced.after)] : insertionsOf(inserted), generation);
   const endJob = (status: JobEnd) => {
     const ended = job;
     job = undefined;
@@ -111,13 +121,19 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
   };
 
   const receive = (reply: ImportReply) => {
-    const ids = new Map(reply.results.map((result) => [result.id, 'ids' in result ? result.ids : []]));
+    const byRequest = new Map(reply.results.map((result) => [result.id, 'ids' in result ? result : { ids: [], replaced: [] }]));
     for (const { generation, requests } of reply.commits) {
       const changes: CustomerChange[] = [];
       for (const id of requests) {
         const { records } = waiting.get(id)!;
-        ids.get(id)!.forEach((customerId, i) => {
-          if (customerId !== null) changes.push({ before: undefined, after: stored(records[i]!, customerId) });
+        const { ids, replaced } = byRequest.get(id)!;
+        const befores = new Map(replaced);
+        ids.forEach((customerId, i) => {
+          if (customerId === null) return;
+          const before = befores.get(i);
+          // A record that left its customer as it was changes nothing anyone derives.
+          if (before === null) return;
+          changes.push({ before, after: stored(records[i]!, customerId) });
         });
       }
       feed.publish(changes, generation);
@@ -126,8 +142,10 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       const request = waiting.get(result.id)!;
       waiting.delete(result.id);
       request.reported();
-      if ('ids' in result) request.resolve(result.ids.map((id) => (id === null ? null : String(id))));
-      else request.reject(result.error);
+      if ('ids' in result) {
+        const updated = new Set(result.replaced.map(([index]) => index));
+        request.resolve(result.ids.map((id, i) => (id === null ? null : { id: String(id), updated: updated.has(i) })));
+      } else request.reject(result.error);
     }
     idleWhenDone();
   };
@@ -224,8 +242,10 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       const { results, commits } = writes.insertBatches([{ records, now: now.getTime() }]);
       const [result] = results;
       if ('error' in result!) throw result.error;
-      feed.publish(result!.stored.filter((s) => s !== undefined).map((after) => ({ before: undefined, after })), commits[0]!.generation);
-      return result!.stored.map((s) => (s ? String(s.id) : null));
+      // Skipping stored emails, every outcome is a new customer or undefined.
+      const stored = result!.stored as (StoredCustomer | undefined)[];
+      feed.publish(stored.filter((s) => s !== undefined).map((after) => ({ before: undefined, after })), commits[0]!.generation);
+      return stored.map((s) => (s ? String(s.id) : null));
     },
 
     /**
@@ -247,13 +267,17 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       thread.postMessage({ type: 'job', job: toRun, parser, syncFd: syncDescriptor(db.name), logFd: logDescriptor(db.name) }, [parser]);
     },
 
-    /** Stores the records in one transaction, possibly shared with other imports; resolves to the ids as `insertNow` returns them. */
-    importLater(records: readonly CustomerRecord[], now: Date): Promise<(string | null)[]> {
+    /**
+     * Stores the records in one transaction, possibly shared with other imports; a stored email is left as it is
+     * (`skip`: null) or has its fields replaced (`update`). Resolves to each record's customer id and whether it was
+     * an update.
+     */
+    importLater(records: readonly CustomerRecord[], now: Date, onExisting: OnExisting = 'skip'): Promise<ImportedRow[]> {
       if (records.length === 0) return Promise.resolve([]);
       const id = nextId++;
       clearTimeout(idle);
       return new Promise((resolve, reject) => {
-        const request = { id, records: [...records], now: now.getTime() };
+        const request = { id, records: [...records], now: now.getTime(), onExisting };
         if (local) {
           waiting.set(id, { records, resolve, reject, reported: () => {} });
           local.push(request);

@@ -2,6 +2,7 @@
 // import writer's connection moves their counts in the same transaction as the rows they count. Knows no HTTP.
 import { AppError } from '../../domain/errors.ts';
 import type { Db } from '../../db/database.ts';
+import type { OnExisting } from '../store/writes.ts';
 import type { ColumnMap } from './csv-columns.ts';
 
 export const IMPORT_JOB_STATUSES = ['running', 'completed', 'failed', 'interrupted'] as const;
@@ -15,18 +16,21 @@ export interface ImportJob {
   bytesRead: number;
   rowsRead: number;
   imported: number;
+  updated: number;
   skipped: number;
+  onExisting: OnExisting;
   ignoredColumns: string[];
   startedAt: string;
   finishedAt?: string;
   createdBy: string;
 }
 
-/** What a job needs to run: its row number, file, columns and the instant that stamps its rows. */
+/** What a job needs to run: its row number, file, columns, what to do with stored emails, and the instant that stamps its rows. */
 export interface JobToRun {
   seq: number;
   id: string;
   columns: ColumnMap;
+  onExisting: OnExisting;
   startedAt: number;
 }
 
@@ -47,7 +51,9 @@ interface JobRow {
   bytes_read: number;
   rows_read: number;
   imported: number;
+  updated: number;
   skipped: number;
+  on_existing: OnExisting;
   created_by: string;
   started_at: number;
   finished_at: number | null;
@@ -61,7 +67,9 @@ function toJob(row: JobRow): ImportJob {
     bytesRead: row.bytes_read,
     rowsRead: row.rows_read,
     imported: row.imported,
+    updated: row.updated,
     skipped: row.skipped,
+    onExisting: row.on_existing,
     ignoredColumns: JSON.parse(row.ignored_columns) as string[],
     startedAt: new Date(row.started_at).toISOString(),
     ...(row.finished_at === null ? {} : { finishedAt: new Date(row.finished_at).toISOString() }),
@@ -75,8 +83,8 @@ const SKIPPED_PAGE = 1000;
 /** Returns the job queries of the service's connection, prepared once. */
 export function createImportJobStore(db: Db) {
   const insert = db.prepare(
-    `INSERT INTO import_jobs (id, status, file_name, columns, ignored_columns, created_by, started_at)
-     VALUES (@id, 'running', @fileName, @columns, @ignored, @createdBy, @now)`,
+    `INSERT INTO import_jobs (id, status, file_name, columns, ignored_columns, on_existing, created_by, started_at)
+     VALUES (@id, 'running', @fileName, @columns, @ignored, @onExisting, @createdBy, @now)`,
   );
   const byId = db.prepare<[string], JobRow>('SELECT * FROM import_jobs WHERE id = ?');
   const page = db.prepare<[number, number], JobRow>('SELECT * FROM import_jobs ORDER BY seq DESC LIMIT ? OFFSET ?');
@@ -95,7 +103,10 @@ export function createImportJobStore(db: Db) {
 
   return {
     /** Stores a new job, `running` until it ends; returns it and its place in the arrival order. */
-    insertJob(job: { id: string; fileName: string | undefined; columns: ColumnMap; ignored: string[]; createdBy: string }, now: Date): { job: ImportJob; seq: number } {
+    insertJob(
+      job: { id: string; fileName: string | undefined; columns: ColumnMap; ignored: string[]; onExisting: OnExisting; createdBy: string },
+      now: Date,
+    ): { job: ImportJob; seq: number } {
       insert.run({ ...job, fileName: job.fileName ?? null, columns: JSON.stringify(job.columns), ignored: JSON.stringify(job.ignored), now: now.getTime() });
       const row = getRow(job.id);
       return { job: toJob(row), seq: row.seq };
@@ -142,13 +153,14 @@ export function createImportJobStore(db: Db) {
 /** Returns the statements the import writer moves a job's counts and skipped rows with, inside its transactions. */
 export function jobProgressWriter(db: Db) {
   const progress = db.prepare(
-    `UPDATE import_jobs SET bytes_read = @bytes, rows_read = rows_read + @rows, imported = imported + @imported, skipped = skipped + @skipped
+    `UPDATE import_jobs SET bytes_read = @bytes, rows_read = rows_read + @rows, imported = imported + @imported, updated = updated + @updated,
+       skipped = skipped + @skipped
      WHERE seq = @seq`,
   );
   const skip = db.prepare('INSERT OR IGNORE INTO import_failures (job_seq, line, email, reason) VALUES (?, ?, ?, ?)');
   return {
     /** Adds one transaction's rows to the job's counts, and its skipped rows to its failures. */
-    record(seq: number, counts: { bytes: number; rows: number; imported: number }, skipped: readonly SkippedRow[]): void {
+    record(seq: number, counts: { bytes: number; rows: number; imported: number; updated: number }, skipped: readonly SkippedRow[]): void {
       for (const row of skipped) skip.run(seq, row.line, row.email, row.reason);
       progress.run({ seq, ...counts, skipped: skipped.length });
     },

@@ -6,16 +6,14 @@ import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { parse } from 'csv-parse/sync';
 import type { Clock } from '../../domain/clock.ts';
-import { AppError, invalidField } from '../../domain/errors.ts';
-import { mapColumns } from './csv-columns.ts';
+import { AppError } from '../../domain/errors.ts';
+import type { OnExisting } from '../store/writes.ts';
+import { HEADER_LIMIT, readHeader, type ColumnMapping } from './csv-columns.ts';
+import { previewCsv, type CsvPreview } from './csv-preview.ts';
 import type { CustomerImports } from './imports.ts';
 import { createImportJobStore, type ImportJob, type JobToRun } from './job-store.ts';
 import type { Db } from '../../db/database.ts';
-
-/** The header row must end within this many bytes. */
-const HEADER_LIMIT = 64 * 1024;
 
 export interface ImportJobsOptions {
   /** Where uploads wait for their job; emptied at start-up. */
@@ -38,6 +36,10 @@ export interface Upload {
   /** The declared length, when the client declared one. */
   declaredBytes: number | undefined;
   createdBy: string;
+  /** Header names mapped to fields by the client, before the built-in names and aliases. */
+  columns?: ColumnMapping;
+  /** What to do with a row whose email is stored; `skip` unless given. */
+  onExisting?: OnExisting;
 }
 
 export type ImportJobs = ReturnType<typeof createImportJobs>;
@@ -46,7 +48,11 @@ export type ImportJobs = ReturnType<typeof createImportJobs>;
  * Returns the import jobs of `db`. Jobs a stopped process left `running` are marked `interrupted` (their committed
  * rows and counts stay), and their uploads removed.
  */
-export function createImportJobs(db: Db, runJob: CustomerImports['runJob'], { folder, maxBytes, clock, onEnd, onFinish }: ImportJobsOptions) {
+export function createImportJobs(
+  db: Db,
+  { runJob, emailsStored }: { runJob: CustomerImports['runJob']; emailsStored: (emails: readonly string[]) => Set<string> },
+  { folder, maxBytes, clock, onEnd, onFinish }: ImportJobsOptions,
+) {
   const store = createImportJobStore(db);
   const finishJob = db.transaction((job: JobToRun, status: 'completed' | 'failed') => {
     store.finishJob(job.seq, status, clock());
@@ -79,7 +85,8 @@ export function createImportJobs(db: Db, runJob: CustomerImports['runJob'], { fo
     /**
      * Reads an upload to disk and queues its job; returns the job, `running` until it ends. Throws
      * `validation_failed` on `body` for a file without a header row naming an email column (read from its first
-     * line, before any row), `payload_too_large` past IMPORT_MAX_BYTES, and what reading the body throws.
+     * line, before any row) and on `columns` for a mapping that does not fit it, `payload_too_large` past
+     * IMPORT_MAX_BYTES, and what reading the body throws.
      */
     async accept(body: AsyncIterator<Buffer>, upload: Upload): Promise<ImportJob> {
       if (upload.declaredBytes !== undefined && upload.declaredBytes > maxBytes) throw tooLarge();
@@ -91,15 +98,11 @@ export function createImportJobs(db: Db, runJob: CustomerImports['runJob'], { fo
         if (next.done) ended = true;
         else head = Buffer.concat([head, next.value]);
         lineEnd = head.indexOf(0x0a);
-        if (lineEnd < 0 && head.length > HEADER_LIMIT) throw invalidField('body', `The first line is longer than ${HEADER_LIMIT} bytes: it must be a header row naming the columns.`);
+        if (lineEnd < 0 && head.length > HEADER_LIMIT) break;
       }
       if (head.length > maxBytes) throw tooLarge();
-      const header = headerRow(head.subarray(0, lineEnd < 0 ? head.length : lineEnd));
-      const { columns, ignored } = mapColumns(header);
-      if (columns.email === undefined) {
-        const named = header.length ? ` (it names ${header.slice(0, 20).join(', ')})` : '';
-        throw invalidField('body', `The header row has no email column${named}; email is required, the other fields are matched by name.`);
-      }
+      const { columns, ignored } = readHeader(head, upload.columns);
+      const onExisting = upload.onExisting ?? 'skip';
 
       const id = randomUUID();
       let size = head.length;
@@ -118,24 +121,23 @@ export function createImportJobs(db: Db, runJob: CustomerImports['runJob'], { fo
         throw error;
       }
       const now = clock();
-      const { job, seq } = store.insertJob({ id, fileName: upload.fileName, columns, ignored, createdBy: upload.createdBy }, now);
-      waiting.push({ seq, id, columns, startedAt: now.getTime() });
+      const { job, seq } = store.insertJob({ id, fileName: upload.fileName, columns, ignored, onExisting, createdBy: upload.createdBy }, now);
+      waiting.push({ seq, id, columns, onExisting, startedAt: now.getTime() });
       runNext();
       return job;
+    },
+
+    /**
+     * Reads an upload as `accept` does, but keeps only its first bytes and stores nothing: returns how its columns
+     * are read, its first records as they would be stored, and their problems (csv-preview.ts). Throws as `accept`.
+     */
+    async preview(body: AsyncIterator<Buffer>, upload: Omit<Upload, 'fileName' | 'createdBy'>): Promise<CsvPreview> {
+      if (upload.declaredBytes !== undefined && upload.declaredBytes > maxBytes) throw tooLarge();
+      return previewCsv(body, { maxBytes, tooLarge, clock, columns: upload.columns, onExisting: upload.onExisting ?? 'skip', emailsStored });
     },
 
     getJob: store.getJob,
     listJobs: store.listJobs,
     skippedRows: store.skippedRows,
   };
-}
-
-/** Returns the cells of the header line; throws `validation_failed` on `body` when it is not a CSV row. */
-function headerRow(line: Buffer): string[] {
-  try {
-    const [cells] = parse(line, { bom: true, relax_quotes: true }) as string[][];
-    return (cells ?? []).map((cell) => cell.trim()).filter((cell, i, all) => cell !== '' || i < all.length - 1);
-  } catch {
-    throw invalidField('body', 'The first line is not a CSV header row.');
-  }
 }

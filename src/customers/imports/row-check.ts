@@ -1,10 +1,13 @@
 // One imported row checked as customers.create would check it: a stored record, or what is wrong with it, in the
-// words both imports report (the JSON import's `failures` and a CSV job's failures.csv).
+// words every import reports (reasons.ts).
 import * as v from 'valibot';
 import type { Clock } from '../../domain/clock.ts';
 import type { CustomerRecord } from '../../domain/customers.ts';
 import type { FieldError } from '../../domain/errors.ts';
 import { CustomerInput } from '../../schemas/customers.ts';
+import { rowProblems } from './reasons.ts';
+
+export { duplicateReason, repeatedReason } from './reasons.ts';
 
 export type RowCheck = { ok: true; record: CustomerRecord } | { ok: false; email: string | null; reason: string; errors: FieldError[] };
 
@@ -24,23 +27,14 @@ export function toRecord(input: Partial<CustomerOutput>): Partial<CustomerRecord
   return record;
 }
 
-/** The reason an email already stored, or repeated earlier in the same import, is skipped. */
-export function duplicateReason(email: string): string {
-  return `A customer with the email ${email} already exists.`;
-}
-
 /** Returns a checker of raw rows against the customer rules, at the clock's time (dates may not be in the future). */
 export function rowChecker(clock: Clock): (raw: unknown) => RowCheck {
   const input = CustomerInput(clock);
   return (raw) => {
     const result = v.safeParse(input, raw, { abortPipeEarly: true });
     if (result.success) return { ok: true, record: toRecord(result.output) as CustomerRecord };
-    const errors: FieldError[] = [];
-    for (const issue of result.issues) {
-      const field = v.getDotPath(issue) || 'row';
-      if (!errors.some((e) => e.field === field)) errors.push({ field, message: issue.message });
-    }
+    const { reason, errors } = rowProblems(result.issues.map((issue) => ({ ...issue, field: v.getDotPath(issue) || 'row' })));
     const email = (raw as { email?: unknown } | null)?.email;
-    return { ok: false, email: typeof email === 'string' ? email.trim().toLowerCase() : null, reason: `Invalid ${errors.map((e) => e.field).join(', ')}.`, errors };
+    return { ok: false, email: typeof email === 'string' ? email.trim().toLowerCase() : null, reason, errors };
   };
 }

@@ -121,11 +121,12 @@ async function runJob(job: JobToRun, parser: MessagePort, syncFd: number, logFd:
   let jobRowsSinceCheckpoint = 0;
   alongside = 'none';
   const onCommit: Parameters<typeof runCsvJob>[2]['onCommit'] = (commit) => {
-    const { ids, transactions, cents, lastActivityAt } = commit.inserted;
     // Counted before the post: the columns' buffers move to the service's thread with it, and read empty here after.
-    jobRowsSinceCheckpoint += ids.length;
-    syncLogAside(logFd, ids.length);
-    const buffers = [ids, transactions, cents, lastActivityAt].map((column) => column.buffer as ArrayBuffer);
+    const rows = commit.inserted.ids.length + (commit.replaced?.after.ids.length ?? 0);
+    jobRowsSinceCheckpoint += rows;
+    syncLogAside(logFd, rows);
+    const columns = [commit.inserted, ...(commit.replaced ? [commit.replaced.before, commit.replaced.after] : [])];
+    const buffers = columns.flatMap((c) => Object.values(c).filter(ArrayBuffer.isView).map((column) => column.buffer as ArrayBuffer));
     post({ type: 'job-commit', ...commit }, buffers);
     if (alongside === 'copied') {
       alongside = 'none';

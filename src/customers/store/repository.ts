@@ -7,7 +7,7 @@ import { createCustomerImports } from '../imports/imports.ts';
 import type { CustomerChangeFeed } from '../change-feed.ts';
 import { parseId, toCustomer, type CustomerRow } from './rows.ts';
 import { createCustomerSearch } from './search.ts';
-import { createCustomerWrites } from './writes.ts';
+import { createCustomerWrites, type OnExisting } from './writes.ts';
 import { writeTurn, type Db } from '../../db/database.ts';
 
 export type { CustomerQuery } from './search.ts';
@@ -21,6 +21,7 @@ export function createCustomerRepository(db: Db, feed: CustomerChangeFeed, { imp
   const search = createCustomerSearch(db, stats, feed);
   const imports = createCustomerImports(db, writes, feed, importCacheMiB);
   const byId = db.prepare<[number], CustomerRow>('SELECT * FROM customers WHERE id = ?');
+  const emailStored = db.prepare<[string], number>('SELECT 1 FROM customers WHERE email = ?').pluck();
   const top = db.prepare<[number], CustomerRow>('SELECT * FROM customers ORDER BY amount_cents DESC, last_activity_at DESC, id DESC LIMIT ?');
   // One spelling per country that has customers: the per-country totals list them, customers_by_country finds a row.
   const countries = db
@@ -57,12 +58,18 @@ export function createCustomerRepository(db: Db, feed: CustomerChangeFeed, { imp
       return imports.insertNow(records, now);
     },
 
+    /** Returns which of the (lower-cased) emails belong to stored customers. */
+    emailsStored(emails: readonly string[]): Set<string> {
+      return new Set(emails.filter((email) => emailStored.get(email) !== undefined));
+    },
+
     /**
      * Stores the records in one transaction, possibly shared with other imports that arrive meanwhile, off the
-     * event loop where the database allows; resolves to each one's new id, or null when its email was taken.
+     * event loop where the database allows. A stored email is left as it is (`skip`: null) or has its customer's
+     * fields replaced (`update`); resolves to each record's customer id and whether it was an update.
      */
-    importCustomers(records: readonly CustomerRecord[], now: Date): Promise<(string | null)[]> {
-      return imports.importLater(records, now);
+    importCustomers(records: readonly CustomerRecord[], now: Date, onExisting: OnExisting = 'skip') {
+      return imports.importLater(records, now, onExisting);
     },
 
     /** Runs a CSV import job on the import writer (see imports.ts `runJob`); import-jobs.ts queues them. */

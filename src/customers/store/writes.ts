@@ -1,5 +1,5 @@
-// The customer write transactions: insert (batches of records), update, delete. Each keeps the search index, the
-// aggregate tables and the generation in the same transaction as the rows. Used by the service's connection and by
+// The customer write transactions: insert (batches of records, or imports that update stored emails), update, delete.
+// Each keeps the search index, the aggregate tables and the generation in the same transaction as the rows. Used by the service's connection and by
 // the import writer's (imports/writer.thread.ts). Knows no HTTP.
 import { AppError } from '../../domain/errors.ts';
 import { countryKey, type CustomerRecord } from '../../domain/customers.ts';
@@ -7,9 +7,21 @@ import { generationBumper } from './generation.ts';
 import { searchText, toStored, type CustomerChange, type CustomerRow, type StoredCustomer } from './rows.ts';
 import { createCustomerStats, StatsDelta } from './stats.ts';
 import { isUniqueViolation, type Db } from '../../db/database.ts';
+import { CustomerIdSet, type BatchResult, type ImportBatch, type Imported } from './import-outcomes.ts';
 
-/** What a batch became: each record's stored customer, or undefined when its email was taken; or the error that undid it. */
-export type BatchResult = { stored: (StoredCustomer | undefined)[] } | { error: unknown };
+export { CustomerIdSet, isReplaced, type BatchResult, type ImportBatch, type Imported, type OnExisting, type Replaced } from './import-outcomes.ts';
+
+/** Whether the stored customer already holds exactly the record's fields. */
+function holds(stored: StoredCustomer, r: CustomerRecord): boolean {
+  return (
+    stored.name === r.name &&
+    stored.country === r.country &&
+    stored.totalTransactions === r.totalTransactions &&
+    stored.amountCents === r.amountCents &&
+    stored.lastActivityAt === r.lastActivityAt &&
+    stored.status === r.status
+  );
+}
 
 export type CustomerWrites = ReturnType<typeof createCustomerWrites>;
 
@@ -31,6 +43,7 @@ export function createCustomerWrites(db: Db) {
   const stats = createCustomerStats(db);
   const bump = generationBumper(db);
   const byId = db.prepare<[number], CustomerRow>('SELECT * FROM customers WHERE id = ?');
+  const byEmail = db.prepare<[string], CustomerRow>('SELECT * FROM customers WHERE email = ?');
   const insert = db.prepare(
     `INSERT INTO customers (name, email, country, country_key, total_transactions, amount_cents, last_activity_at, status, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -89,16 +102,71 @@ export function createCustomerWrites(db: Db) {
     return stored;
   };
 
-  /** Inserts one batch's rows and indexes their search text in one statement; adds them to `delta`. */
-  const insertBatch = (records: readonly CustomerRecord[], now: number, delta: StatsDelta): (StoredCustomer | undefined)[] => {
+  /**
+   * Stores the records `next` hands out one at a time: a new email is inserted (its search text indexed as
+   * `insertEach` does), a stored one has its fields replaced by the record's (rewritten only when they differ), unless
+   * `seen` says this job stored or replaced that customer already (null). Adds every change to `delta`.
+   */
+  const upsertEach = (next: () => CustomerRecord | undefined, now: number, delta: StatsDelta, seen?: CustomerIdSet): Imported[] => {
+    let indexedTo = lastId.get() as number;
+    let lastInserted = indexedTo;
+    const out: Imported[] = [];
+    for (let r = next(); r !== undefined; r = next()) {
+      const row = byEmail.get(r.email);
+      if (!row) {
+        const key = countryKey(r.country);
+        const result = insert.run(r.name, r.email, r.country, key, r.totalTransactions, r.amountCents, r.lastActivityAt, r.status, now, now);
+        const customer: StoredCustomer = { ...r, id: Number(result.lastInsertRowid), countryKey: key };
+        lastInserted = customer.id;
+        seen?.add(customer.id);
+        delta.add(customer, 1);
+        out.push(customer);
+        if (lastInserted - indexedTo >= TEXT_CHUNK_ROWS) {
+          indexTextFrom.run(indexedTo);
+          indexedTo = lastInserted;
+        }
+        continue;
+      }
+      if (seen?.has(row.id)) {
+        out.push(null);
+        continue;
+      }
+      seen?.add(row.id);
+      const before = toStored(row);
+      if (holds(before, r)) {
+        out.push({ before, after: before });
+        continue;
+      }
+      // A customer inserted earlier in this transaction may not be in the search index yet: index it before it changes.
+      if (row.id > indexedTo) {
+        indexTextFrom.run(indexedTo);
+        indexedTo = lastInserted;
+      }
+      const after: StoredCustomer = { ...r, id: row.id, email: row.email, countryKey: countryKey(r.country) };
+      update.run({ ...after, now });
+      if (after.name !== before.name) {
+        unindexText.run(row.id);
+        indexText.run(row.id, searchText(after.name, after.email));
+      }
+      delta.add(before, -1);
+      delta.add(after, 1);
+      out.push({ before, after });
+    }
+    if (lastInserted > indexedTo) indexTextFrom.run(indexedTo);
+    return out;
+  };
+
+  /** Stores one batch's records as its `onExisting` says; adds them to `delta`. */
+  const importBatch = ({ records, now, onExisting }: ImportBatch, delta: StatsDelta): Imported[] => {
     let i = 0;
-    return insertEach(() => records[i++], now, delta);
+    const next = () => records[i++];
+    return onExisting === 'update' ? upsertEach(next, now, delta) : insertEach(next, now, delta);
   };
 
   /** Every batch in one transaction that counts one generation. */
-  const insertAll = db.transaction((batches: readonly { records: readonly CustomerRecord[]; now: number }[]) => {
+  const insertAll = db.transaction((batches: readonly ImportBatch[]) => {
     const delta = new StatsDelta();
-    const stored = batches.map(({ records, now }) => insertBatch(records, now, delta));
+    const stored = batches.map((batch) => importBatch(batch, delta));
     stats.apply(delta);
     return { stored, generation: bump() };
   });
@@ -112,16 +180,25 @@ export function createCustomerWrites(db: Db) {
     return { stored, generation: bump() };
   });
 
+  /** As `insertWith`, replacing the fields of customers whose email is stored (see `upsertEach`). */
+  const upsertWith = db.transaction((next: () => CustomerRecord | undefined, now: number, seen: CustomerIdSet, also: (stored: Imported[]) => void) => {
+    const delta = new StatsDelta();
+    const stored = upsertEach(next, now, delta, seen);
+    stats.apply(delta);
+    also(stored);
+    return { stored, generation: bump() };
+  });
+
   return {
     stats,
 
     /**
-     * Inserts every batch (its records, stamped `now`) in one transaction that counts one generation. Should that
+     * Stores every batch (its records, stamped `now`, as its `onExisting` says) in one transaction that counts one generation. Should that
      * transaction fail, each batch is tried in a transaction of its own, so one failing batch cannot take the others
      * with it. (Savepoints per batch would copy every page a batch touches to a sub-journal: most of the cost of a
      * large import.) Returns each batch's result and the commits made: their generations and batches, in order.
      */
-    insertBatches(batches: readonly { records: readonly CustomerRecord[]; now: number }[]): {
+    insertBatches(batches: readonly ImportBatch[]): {
       results: BatchResult[];
       commits: { generation: number; batches: number[] }[];
     } {
@@ -152,6 +229,14 @@ export function createCustomerWrites(db: Db) {
      */
     insertWith(next: () => CustomerRecord | undefined, now: number, also: (stored: (StoredCustomer | undefined)[]) => void) {
       return insertWith.immediate(next, now, also);
+    },
+
+    /**
+     * As `insertWith`, but a record whose email is stored replaces that customer's fields, in the same transaction;
+     * one whose customer `seen` holds (this job stored or replaced it already) is null. Throws what undid it.
+     */
+    upsertWith(next: () => CustomerRecord | undefined, now: number, seen: CustomerIdSet, also: (stored: Imported[]) => void) {
+      return upsertWith.immediate(next, now, seen, also);
     },
 
     /** Applies the changes to one customer; throws `not_found`, or `conflict` when the email is taken. */

@@ -1,0 +1,98 @@
+// The customer aggregates over HTTP compared with naive SQL over the customers table: KPIs, the 24-month trend,
+// health and the top 25, as test/aggregates.test.ts checks them after random writes.
+import assert from 'node:assert/strict';
+import type { TestService } from '../helpers.ts';
+
+const DAY_MS = 86_400_000;
+
+/** `count` UTC months ending with the month of `now`, oldest first. */
+function trailingMonths(now: Date, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - (count - 1 - i), 1)).toISOString().slice(0, 7));
+}
+
+/** Asserts that GET kpis, trend?months=24, health and top?limit=25 equal what naive SQL over the stored customers gives. */
+export async function assertAggregatesExact(service: TestService, token: string, label: string): Promise<void> {
+  const db = service.db;
+  const get = async (path: string) => {
+    const reply = await service.request('GET', path, { token });
+    assert.equal(reply.status, 200, reply.text);
+    return reply.body;
+  };
+  const at = service.clock.now();
+  const counts = { active: 0, inactive: 0, churned: 0 };
+  let cents = 0;
+  for (const r of db.prepare('SELECT status, count(*) AS n, sum(amount_cents) AS cents FROM customers GROUP BY status').all() as { status: keyof typeof counts; n: number; cents: number }[]) {
+    counts[r.status] = r.n;
+    cents += r.cents;
+  }
+  const n = counts.active + counts.inactive + counts.churned;
+  assert.deepEqual(
+    await get('/v1/customers/kpis'),
+    {
+      totalCustomers: n,
+      activeCustomers: counts.active,
+      totalTransactionValue: cents / 100,
+      averageCustomerValue: n === 0 ? 0 : Math.floor((2 * cents + n) / (2 * n)) / 100,
+      statusCounts: counts,
+    },
+    `${label}: kpis`,
+  );
+
+  const stale = db.prepare("SELECT count(*) FROM customers WHERE status = 'active' AND last_activity_at < ?").pluck().get(at.getTime() - 60 * DAY_MS) as number;
+  const numerator = 100 * n - 80 * counts.churned - 50 * counts.inactive - 70 * stale;
+  const score = n === 0 ? 0 : Math.min(100, Math.max(0, Math.floor((2 * numerator + n) / (2 * n))));
+  const share = (k: number) => (n === 0 ? 0 : Math.floor((2000 * k + n) / (2 * n)) / 10);
+  assert.deepEqual(
+    await get('/v1/customers/health'),
+    {
+      score,
+      level: score >= 60 ? 'healthy' : score >= 40 ? 'attention' : 'critical',
+      activeShare: share(counts.active),
+      churnedShare: share(counts.churned),
+      inactiveCount: counts.inactive,
+      staleActives: n === 0 ? 0 : stale,
+    },
+    `${label}: health`,
+  );
+
+  const monthly = db
+    .prepare(
+      `SELECT strftime('%Y-%m', last_activity_at / 1000, 'unixepoch') AS month, count(*) AS n, sum(amount_cents) AS cents, sum(status = 'churned') AS churned
+       FROM customers GROUP BY month`,
+    )
+    .all() as { month: string; n: number; cents: number; churned: number }[];
+  const trend = trailingMonths(at, 24).map((month) => {
+    const m = monthly.find((r) => r.month === month);
+    return { month, value: m ? m.cents / 100 : 0, customers: m?.n ?? 0, churned: m?.churned ?? 0 };
+  });
+  assert.deepEqual(await get('/v1/customers/trend?months=24'), trend, `${label}: trend`);
+
+  const top = db
+    .prepare(
+      `SELECT id, name, country, status, amount_cents, total_transactions FROM customers
+       ORDER BY amount_cents DESC, last_activity_at DESC, id DESC LIMIT 25`,
+    )
+    .all() as { id: number; name: string; country: string; status: string; amount_cents: number; total_transactions: number }[];
+  assert.deepEqual(
+    await get('/v1/customers/top?limit=25'),
+    {
+      totalValue: cents / 100,
+      items: top.map((c) => ({ id: String(c.id), name: c.name, country: c.country, status: c.status, totalAmountSpent: c.amount_cents / 100, totalTransactions: c.total_transactions })),
+    },
+    `${label}: top`,
+  );
+}
+
+/** Returns how many customers a segment preview of the conditions counts. */
+export async function segmentCount(service: TestService, token: string, conditions: unknown[]): Promise<number> {
+  const reply = await service.request('POST', '/v1/segments/preview', { token, body: { conditions } });
+  assert.equal(reply.status, 200, reply.text);
+  return reply.body.matchCount as number;
+}
+
+/** Returns the names of the customers a search finds. */
+export async function searchNames(service: TestService, token: string, term: string): Promise<string[]> {
+  const reply = await service.request('GET', `/v1/customers?limit=200&search=${encodeURIComponent(term)}`, { token });
+  assert.equal(reply.status, 200, reply.text);
+  return (reply.body.items as { name: string }[]).map((c) => c.name).sort();
+}
