@@ -275,7 +275,7 @@ describe('segments: validation of conditions and names', () => {
     ['a blank country', [{ field: 'country', operator: 'eq', value: '   ' }], ['conditions.0.value']],
     ['a bad value at index 2', [...valid, { field: 'totalTransactions', operator: 'gt', value: '5' }], ['conditions.2.value']],
     ['a bad operator at index 2', [...valid, { field: 'country', operator: 'lte', value: 'Spain' }], ['conditions.2.operator']],
-    ['a bad field at index 2', [...valid, { field: 'status', operator: 'eq', value: 'active' }], ['conditions.2.field']],
+    ['a bad field at index 2', [...valid, { field: 'tier', operator: 'eq', value: 'gold' }], ['conditions.2.field']],
   ];
 
   for (const [what, conditions, fields] of conditionCases) {
@@ -857,9 +857,11 @@ function referenceCount(service: TestService, conditions: Condition[], nowMs: nu
   const clauses: string[] = [];
   const params: (string | number)[] = [];
   for (const c of conditions) {
-    if (c.field === 'country') {
-      clauses.push('lower(country) = lower(trim(?))');
-      params.push(c.value);
+    if (c.field === 'country' || c.field === 'status') {
+      const column = c.field === 'country' ? 'lower(country)' : 'status';
+      const values = (c.operator === 'in' ? c.value : [c.value]).map((value) => (c.field === 'country' ? value.trim().toLowerCase() : value));
+      clauses.push(`${column} ${c.operator === 'neq' ? 'NOT IN' : 'IN'} (${values.map(() => '?').join(', ')})`);
+      params.push(...values);
     } else if (c.field === 'totalTransactions') {
       clauses.push(`total_transactions ${SQL_OPERATOR[c.operator]} ?`);
       params.push(c.value);

@@ -1,5 +1,6 @@
 // The local generator's answers: short, deterministic replies from the same live facts the prompt carries, for the
 // questions a marketing team asks most. Anything else gets an overview with what to ask next, never an apology.
+import { describeCondition, type Condition } from '../domain/segments.ts';
 import type { Grounding, SegmentFact } from './grounding.ts';
 import { baseInWords, customers, money, percent, segmentInWords, shareOf, whole } from './wording.ts';
 
@@ -121,6 +122,9 @@ function segmentDetail(g: Grounding, segment: SegmentFact): string {
   ].join('\n');
 }
 
+/** Whether a status condition leaves only customers who are inactive or churned. */
+const lapsedOnly = (x: Condition) => x.field === 'status' && (x.operator === 'neq' ? x.value === 'active' : [x.value].flat().every((s) => s !== 'active'));
+
 /** A campaign idea for the segment, chosen by what its conditions say about the audience. */
 function campaignFor(g: Grounding, segment: SegmentFact | undefined, q: string): string {
   if (!segment) {
@@ -133,10 +137,11 @@ function campaignFor(g: Grounding, segment: SegmentFact | undefined, q: string):
     ].join('\n');
   }
   const c = segment.conditions;
-  const idle = c.some((x) => x.field === 'lastActivityDays' && (x.operator === 'gt' || x.operator === 'gte'));
+  const idle = c.some((x) => (x.field === 'lastActivityDays' && (x.operator === 'gt' || x.operator === 'gte')) || lapsedOnly(x));
   const recent = c.some((x) => x.field === 'lastActivityDays' && (x.operator === 'lt' || x.operator === 'lte'));
   const valuable = c.some((x) => (x.field === 'totalAmountSpent' || x.field === 'totalTransactions') && (x.operator === 'gt' || x.operator === 'gte'));
-  const country = c.find((x) => x.field === 'country');
+  // The countries the audience is in ("in Kenya or Nigeria"); one it is outside of says nothing about the readers.
+  const country = c.find((x) => x.field === 'country' && x.operator !== 'neq');
   const channel = /\bsms|text\b/.test(q) ? 'an SMS' : /\bpush\b/.test(q) ? 'a push notification' : 'an email';
   const idea = idle
     ? `${channel} that wins them back: remind them what they liked, give one time-limited reason to return, and keep a single call to action.`
@@ -147,7 +152,7 @@ function campaignFor(g: Grounding, segment: SegmentFact | undefined, q: string):
         : `${channel} with your current best offer, in a friendly tone, and one clear call to action.`;
   return [
     `For ${segmentInWords(segment)}: ${idea}`,
-    ...(country && country.field === 'country' ? [`Write it for readers in ${country.value}: local dates, holidays and currency.`] : []),
+    ...(country ? [`Write it for readers ${describeCondition(country)}: local dates, holidays and currency.`] : []),
     `Draft it in the campaign generator with “${segment.name}” as the segment; ${percent(shareOf(segment.size, g.kpis.totalCustomers))} of the base will get it.`,
   ].join('\n');
 }

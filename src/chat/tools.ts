@@ -51,7 +51,8 @@ const CampaignFilter = v.pick(CampaignListQuery, ['status']);
 export const TOOL_SPECS: readonly ToolSpec[] = [
   {
     name: 'count_audience',
-    description: 'Count the customers matching conditions (combined with AND), live. Use it to answer "how many" questions and to size an audience before proposing one.',
+    description:
+      'Count the customers matching conditions (combined with AND), live: country and status (eq, neq, or in a list), totalTransactions, totalAmountSpent and lastActivityDays (gt, gte, lt, lte). Use it to answer "how many" questions and to size an audience before proposing one.',
     inputSchema: inputSchemaOf(PreviewRequest),
   },
   {

@@ -82,6 +82,7 @@ describe('console: audiences from words, revisions, variants and versions', () =
     await screenshots(page, 'segment-from-words', SHOTS);
 
     await page.getByRole('button', { name: 'Save segment' }).click();
+    await page.getByRole('dialog', { name: 'Save without some of your words?' }).getByRole('button', { name: 'Save anyway' }).click();
     await page.waitForURL(/\/segments$/);
     const card = page.locator('.segment-card').filter({ hasText: 'German regulars' });
     await card.locator('.segment-size').filter({ hasText: '3 customers' }).waitFor();

@@ -121,9 +121,11 @@ export function countByConditions(db: Db, conditions: readonly Condition[], now:
   const params: (string | number)[] = [];
   const ops = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
   for (const c of conditions) {
-    if (c.field === 'country') {
-      where.push('country_key = ?');
-      params.push(countryKey(c.value));
+    if (c.field === 'country' || c.field === 'status') {
+      const column = c.field === 'country' ? 'country_key' : 'status';
+      const values = (c.operator === 'in' ? c.value : [c.value]).map((value) => (c.field === 'country' ? countryKey(value) : value));
+      where.push(`${column} ${c.operator === 'neq' ? 'NOT IN' : 'IN'} (${values.map(() => '?').join(', ')})`);
+      params.push(...values);
     } else if (c.field === 'totalTransactions') {
       where.push(`total_transactions ${ops[c.operator]} ?`);
       params.push(c.value);

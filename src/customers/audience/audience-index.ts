@@ -1,4 +1,4 @@
-// The one matching engine behind segment preview, save, update and get: the four matchable customer fields held
+// The one matching engine behind segment preview, save, update and get: the five matchable customer fields held
 // in memory as columns, so any set of conditions is counted in one pass over typed arrays, whatever its
 // selectivity, and counts are remembered until the customers change (or, for activity bounds, the clock moves far
 // enough to change them).
@@ -6,7 +6,8 @@ import type { Bounds } from '../../domain/segments.ts';
 import { AudienceColumns } from './columns.ts';
 import type { CustomerChangeFeed } from '../change-feed.ts';
 import { generationReader } from '../store/generation.ts';
-import type { CustomerChange } from '../store/rows.ts';
+import { statusIndex, type CustomerChange } from '../store/rows.ts';
+import type { CustomerStatus } from '../../domain/customers.ts';
 import { openReadConnection, type Db } from '../../db/database.ts';
 
 const CHUNK = 50_000;
@@ -179,14 +180,15 @@ export class AudienceIndex {
       const total = reader.prepare('SELECT count(*) FROM customers').pluck().get() as number;
       this.columns.clear(Math.max(1024, Math.ceil(total * 1.1)));
       const chunk = reader
-        .prepare('SELECT id, country_key, total_transactions, amount_cents, last_activity_at FROM customers WHERE id > ? ORDER BY id LIMIT ?')
+        .prepare('SELECT id, country_key, status, total_transactions, amount_cents, last_activity_at FROM customers WHERE id > ? ORDER BY id LIMIT ?')
         .raw();
       // Rows are streamed, not collected per chunk, so loading leaves no large garbage on the heap.
       let after = 0;
       for (;;) {
         let read = 0;
-        for (const [id, key, transactions, cents, lastActivityAt] of chunk.iterate(after, CHUNK) as Iterable<[number, string, number, number, number]>) {
-          this.columns.append(id, key, transactions, cents, lastActivityAt);
+        const rows = chunk.iterate(after, CHUNK) as Iterable<[number, string, CustomerStatus, number, number, number]>;
+        for (const [id, key, status, transactions, cents, lastActivityAt] of rows) {
+          this.columns.append(id, key, statusIndex(status), transactions, cents, lastActivityAt);
           after = id;
           read++;
         }
@@ -202,10 +204,12 @@ export class AudienceIndex {
 }
 
 /**
- * The key a count is remembered by: the bounds, with activity bounds taken relative to `now`. Every bound of a set
+ * The key a count is remembered by: every bound, with activity bounds taken relative to `now`. Every bound of a set
  * of conditions moves with the clock by exactly the time passed, so equal keys at two instants mean equal conditions.
+ * Countries are written as JSON, so none (a country may hold a comma or a line break) can pass for another bound.
  */
 function boundsKey(bounds: Bounds, now: number): string {
-  const [aLo, aHi] = bounds.lastActivityAt;
-  return `${bounds.countryKey ?? ''}\n${bounds.transactions.join()}\n${bounds.cents.join()}\n${aLo - now},${aHi - now}`;
+  const { countryKeys, excludedCountryKeys, statuses, transactions, cents, lastActivityAt } = bounds;
+  const [aLo, aHi] = lastActivityAt;
+  return `${JSON.stringify(countryKeys ?? null)}\n${JSON.stringify(excludedCountryKeys)}\n${statuses}\n${transactions.join()}\n${cents.join()}\n${aLo - now},${aHi - now}`;
 }

@@ -1,19 +1,25 @@
-// The four matchable customer fields held in memory as columns (typed arrays, in id order), each country with the
+// The five matchable customer fields held in memory as columns (typed arrays, in id order), each country with the
 // list of its rows, and the count of the rows within a set of bounds. Kept by audience-index.ts.
-import type { Bounds } from '../../domain/segments.ts';
-import type { CustomerFacts } from '../store/rows.ts';
+import { CUSTOMER_STATUSES } from '../../domain/customers.ts';
+import { STATUS_BIT, type Bounds } from '../../domain/segments.ts';
+import { statusIndex, type CustomerFacts } from '../store/rows.ts';
 
 /** Rows sampled to order the range checks, most selective first. */
 const SAMPLE = 512;
 
-/** Countries get codes 0, 1, ... and fit 2 bytes a row until this many. */
-const NARROW_COUNTRIES = 0x7fff;
+/**
+ * Countries get codes 0, 1, ...; a row holds `code << 2 | status` (its place in CUSTOMER_STATUSES), which fits 2
+ * bytes a row up to this code.
+ */
+const NARROW_COUNTRIES = 0x1fff;
 
 /** The smallest block. */
 const MIN_BLOCK = 1024;
 
 type Numbers = Uint32Array | Float64Array;
 type Codes = Int16Array | Int32Array;
+/** A country's rows, by position in the block. */
+type RowList = { rows: Int32Array; size: number };
 
 /** Whether `n` is a whole number from 0 to 2^32 - 1, so a Uint32Array holds it exactly. */
 const fitsUint32 = (n: number) => n >>> 0 === n;
@@ -50,24 +56,25 @@ export class AudienceColumns {
     this.codes.clear();
   }
 
-  /** Adds a row with an id above every stored one. */
-  append(id: number, key: string, transactions: number, cents: number, lastActivityAt: number): void {
+  /** Adds a row with an id above every stored one; `status` is its place in CUSTOMER_STATUSES. */
+  append(id: number, key: string, status: number, transactions: number, cents: number, lastActivityAt: number): void {
     let last = this.blocks.at(-1);
     if (!last || last.full()) {
       last = new ColumnBlock(Math.max(MIN_BLOCK, this.size));
       this.blocks.push(last);
     }
-    last.append(id, this.code(key), transactions, cents, lastActivityAt);
+    last.append(id, (this.code(key) << 2) | status, transactions, cents, lastActivityAt);
     this.size++;
   }
 
   /** Overwrites a known id or appends a new highest one; returns false for an unexpected id (then refill). */
   upsert(c: CustomerFacts): boolean {
     const block = this.blockOf(c.id);
-    if (block?.update(c.id, this.code(c.countryKey), c.totalTransactions, c.amountCents, c.lastActivityAt)) return true;
+    const status = statusIndex(c.status);
+    if (block?.update(c.id, (this.code(c.countryKey) << 2) | status, c.totalTransactions, c.amountCents, c.lastActivityAt)) return true;
     const last = this.blocks.at(-1)?.lastId() ?? -Infinity;
     if (c.id <= last) return false;
-    this.append(c.id, c.countryKey, c.totalTransactions, c.amountCents, c.lastActivityAt);
+    this.append(c.id, c.countryKey, status, c.totalTransactions, c.amountCents, c.lastActivityAt);
     return true;
   }
 
@@ -78,13 +85,15 @@ export class AudienceColumns {
 
   /** Counts the live rows within the bounds, and for how long after now the count stays exact as the clock moves. */
   count(bounds: Bounds): { count: number; validFor: number } {
-    const want = bounds.countryKey === undefined ? -1 : (this.codes.get(bounds.countryKey) ?? -2);
-    if (want === -2) return { count: 0, validFor: Infinity };
+    // Allowed countries nobody has are no rows to read; none left, no match.
+    const wanted = bounds.countryKeys?.flatMap((key) => this.codes.get(key) ?? []);
+    if (wanted?.length === 0) return { count: 0, validFor: Infinity };
+    const allowed = this.allowedTable(bounds, wanted);
     let count = 0;
     let firstIncluded = Infinity;
     let firstLater = Infinity;
     for (const block of this.blocks) {
-      const counted = block.count(bounds, want);
+      const counted = block.count(bounds, allowed, wanted);
       count += counted.count;
       firstIncluded = Math.min(firstIncluded, counted.firstIncluded);
       firstLater = Math.min(firstLater, counted.firstLater);
@@ -95,6 +104,21 @@ export class AudienceColumns {
     const [aLo, aHi] = bounds.lastActivityAt;
     const validFor = Math.min(aLo === -Infinity ? Infinity : firstIncluded - aLo + 1, aHi === Infinity ? Infinity : firstLater - aHi);
     return { count, validFor };
+  }
+
+  /**
+   * Whether each packed `code << 2 | status` lies within the bounds' countries and statuses, at index packed + 1 so
+   * that a tombstone (-1) reads index 0, never allowed. A few bytes per country: built for each count.
+   */
+  private allowedTable(bounds: Bounds, wanted: number[] | undefined): Uint8Array {
+    const table = new Uint8Array(this.codes.size * 4 + 1);
+    const statuses = CUSTOMER_STATUSES.flatMap((status, index) => ((bounds.statuses & STATUS_BIT[status]) !== 0 ? [index] : []));
+    const excluded = new Set(bounds.excludedCountryKeys.map((key) => this.codes.get(key)));
+    for (const code of wanted ?? this.codes.values()) {
+      if (excluded.has(code)) continue;
+      for (const status of statuses) table[((code << 2) | status) + 1] = 1;
+    }
+    return table;
   }
 
   /** The block whose ids span `id`, if any. */
@@ -121,19 +145,20 @@ export class AudienceColumns {
 
 /**
  * Columns of a run of customers in id order, with room for a fixed number of rows. Deleted rows stay as tombstones
- * (country code -1) until the columns are refilled. Each country has the list of its rows, so a country condition
- * reads only those.
+ * (-1 for country and status) until the columns are refilled. Each country has the list of its rows, so a country
+ * condition reads only those.
  *
  * A row takes 22 bytes while its numbers are small: ids, transactions and amounts in 4 bytes, activity in 4 as whole
- * seconds, the country code in 2, its place in its country's list in 4. The first value that does not fit (an amount
- * over 2^32 cents, an instant with milliseconds or before 1970, a 32,768th country) widens its columns to 8 (or 4)
- * bytes for good: a million customers take 22 MB, or 36 once widened.
+ * seconds, the country code and status in 2, its place in its country's list in 4. The first value that does not
+ * fit (an amount over 2^32 cents, an instant with milliseconds or before 1970, an 8,193rd country) widens its
+ * columns to 8 (or 4) bytes for good: a million customers take 22 MB, or 36 once widened.
  */
 class ColumnBlock {
   private size = 0;
   /** 4 bytes a row while every id fits 32 bits; widened to 8 the day one does not. */
   private ids: Numbers;
-  private country: Codes;
+  /** `countryCode << 2 | status` per row; -1 for a deleted one. */
+  private countryStatus: Codes;
   /**
    * While `narrow`, transactions, amounts and activity (in whole seconds) are Uint32Arrays; once a value does not
    * fit, all three are Float64Arrays (activity in ms). The count's loop sees one array type either way.
@@ -143,12 +168,12 @@ class ColumnBlock {
   private cents: Numbers;
   private activity: Numbers;
   /** Row positions per country code, in id order; rebuilt when a stored customer changes country. */
-  private byCountry: { rows: Int32Array; size: number }[] = [];
+  private byCountry: RowList[] = [];
   private byCountryStale = false;
 
   constructor(private readonly capacity: number) {
     this.ids = new Uint32Array(capacity);
-    this.country = new Int16Array(capacity);
+    this.countryStatus = new Int16Array(capacity);
     this.transactions = new Uint32Array(capacity);
     this.cents = new Uint32Array(capacity);
     this.activity = new Uint32Array(capacity);
@@ -164,39 +189,43 @@ class ColumnBlock {
   }
 
   /** Adds a row with an id above every stored one; the block must not be full. */
-  append(id: number, code: number, transactions: number, cents: number, lastActivityAt: number): void {
+  append(id: number, packed: number, transactions: number, cents: number, lastActivityAt: number): void {
     if (!fitsUint32(id) && this.ids instanceof Uint32Array) this.ids = widened(this.ids, Float64Array, this.size);
     this.ids[this.size] = id;
-    this.write(this.size, code, transactions, cents, lastActivityAt);
-    this.addToCountry(code, this.size);
+    this.write(this.size, packed, transactions, cents, lastActivityAt);
+    this.addToCountry(packed >> 2, this.size);
     this.size++;
   }
 
   /** Overwrites the row of `id`; false when the block does not hold it. */
-  update(id: number, code: number, transactions: number, cents: number, lastActivityAt: number): boolean {
+  update(id: number, packed: number, transactions: number, cents: number, lastActivityAt: number): boolean {
     const at = this.find(id);
     if (at < 0) return false;
-    const before = this.country[at]!;
-    this.write(at, code, transactions, cents, lastActivityAt);
-    if (code !== before) this.byCountryStale = true;
+    const before = this.countryStatus[at]!;
+    this.write(at, packed, transactions, cents, lastActivityAt);
+    // A new status keeps the row in its country's list; a new country moves it.
+    if (packed >> 2 !== before >> 2) this.byCountryStale = true;
     return true;
   }
 
   remove(id: number): void {
     const at = this.find(id);
-    if (at >= 0) this.country[at] = -1;
+    if (at >= 0) this.countryStatus[at] = -1;
   }
 
-  /** Counts the live rows within the bounds, of country code `want` (-1: any country). */
-  count(bounds: Bounds, want: number): BlockCount {
+  /**
+   * Counts the live rows within the bounds whose packed country and status `allowed` lets through (at packed + 1),
+   * reading only the rows of the country codes `wanted` when given.
+   */
+  count(bounds: Bounds, allowed: Uint8Array, wanted: readonly number[] | undefined): BlockCount {
     if (this.byCountryStale) this.rebuildByCountry();
-    const list = want >= 0 ? (this.byCountry[want] ?? { rows: new Int32Array(0), size: 0 }) : undefined;
+    const lists = wanted?.flatMap((code) => this.byCountry[code] ?? []);
     const ranges = this.orderBySelectivity(
       [
         { column: this.transactions, lo: bounds.transactions[0], hi: bounds.transactions[1] },
         { column: this.cents, lo: bounds.cents[0], hi: bounds.cents[1] },
       ].filter((r) => r.lo !== -Infinity || r.hi !== Infinity),
-      list,
+      lists,
     );
     // Activity is held in whole seconds while narrow: the bounds become the seconds they include.
     const scale = this.narrow ? 1000 : 1;
@@ -205,38 +234,41 @@ class ColumnBlock {
     const r2 = ranges[1] ?? r1;
     const { column: c1, lo: lo1, hi: hi1 } = r1;
     const { column: c2, lo: lo2, hi: hi2 } = r2;
-    const { country, activity } = this;
+    const { countryStatus, activity } = this;
     let count = 0;
     let firstIncluded = Infinity;
     let firstLater = Infinity;
-    // Two copies of one loop: over a country's rows, or over all rows. A shared loop that picks its row per step
-    // runs about half as fast.
-    if (list) {
-      const { rows, size } = list;
-      for (let k = 0; k < size; k++) {
-        const i = rows[k]!;
-        if (country[i] !== want) continue;
-        const v1 = c1[i]!;
-        if (v1 < lo1 || v1 > hi1) continue;
-        const v2 = c2[i]!;
-        if (v2 < lo2 || v2 > hi2) continue;
-        const a = activity[i]!;
-        if (a < aLo) continue;
-        if (a > aHi) {
-          if (a < firstLater) firstLater = a;
-          continue;
+    // Two copies of one loop: over the wanted countries' rows (disjoint lists), or over all rows. A shared loop that
+    // picks its row per step runs about half as fast. Country and status (and a tombstone) are checked after the
+    // ranges: their check reads the row's packed value and then the table, a second dependent read that a country's
+    // list, in scattered rows, pays for dearly; the ranges leave it only the rows they let through.
+    if (lists) {
+      for (const { rows, size } of lists) {
+        for (let k = 0; k < size; k++) {
+          const i = rows[k]!;
+          const v1 = c1[i]!;
+          if (v1 < lo1 || v1 > hi1) continue;
+          const v2 = c2[i]!;
+          if (v2 < lo2 || v2 > hi2) continue;
+          if (allowed[countryStatus[i]! + 1] === 0) continue;
+          const a = activity[i]!;
+          if (a < aLo) continue;
+          if (a > aHi) {
+            if (a < firstLater) firstLater = a;
+            continue;
+          }
+          if (a < firstIncluded) firstIncluded = a;
+          count++;
         }
-        if (a < firstIncluded) firstIncluded = a;
-        count++;
       }
     } else {
       const { size } = this;
       for (let i = 0; i < size; i++) {
-        if (country[i]! < 0) continue;
         const v1 = c1[i]!;
         if (v1 < lo1 || v1 > hi1) continue;
         const v2 = c2[i]!;
         if (v2 < lo2 || v2 > hi2) continue;
+        if (allowed[countryStatus[i]! + 1] === 0) continue;
         const a = activity[i]!;
         if (a < aLo) continue;
         if (a > aHi) {
@@ -250,16 +282,20 @@ class ColumnBlock {
     return { count, firstIncluded: firstIncluded * scale, firstLater: firstLater * scale };
   }
 
-  /** Returns the ranges ordered so the one that rejects most rows of a sample is checked first. */
-  private orderBySelectivity(ranges: Range[], list: { rows: Int32Array; size: number } | undefined): Range[] {
+  /** Returns the ranges ordered so the one that rejects most rows of a sample (of the lists, if any) is checked first. */
+  private orderBySelectivity(ranges: Range[], lists: RowList[] | undefined): Range[] {
     if (ranges.length < 2) return ranges;
-    const end = list ? list.size : this.size;
-    const step = Math.max(1, Math.floor(end / SAMPLE));
+    const sources = lists ?? [undefined];
+    const total = lists ? lists.reduce((n, list) => n + list.size, 0) : this.size;
+    const step = Math.max(1, Math.floor(total / SAMPLE));
     const passing = ranges.map(({ column, lo, hi }) => {
       let n = 0;
-      for (let k = 0; k < end; k += step) {
-        const v = column[list ? list.rows[k]! : k]!;
-        if (v >= lo && v <= hi) n++;
+      for (const list of sources) {
+        const end = list ? list.size : this.size;
+        for (let k = 0; k < end; k += step) {
+          const v = column[list ? list.rows[k]! : k]!;
+          if (v >= lo && v <= hi) n++;
+        }
       }
       return n;
     });
@@ -268,7 +304,7 @@ class ColumnBlock {
 
   private rebuildByCountry(): void {
     this.byCountry = [];
-    for (let i = 0; i < this.size; i++) if (this.country[i]! >= 0) this.addToCountry(this.country[i]!, i);
+    for (let i = 0; i < this.size; i++) if (this.countryStatus[i]! >= 0) this.addToCountry(this.countryStatus[i]! >> 2, i);
     this.byCountryStale = false;
   }
 
@@ -296,10 +332,10 @@ class ColumnBlock {
     this.activity = activity;
   }
 
-  private write(at: number, code: number, transactions: number, cents: number, lastActivityAt: number): void {
+  private write(at: number, packed: number, transactions: number, cents: number, lastActivityAt: number): void {
     if (this.narrow && !(fitsUint32(transactions) && fitsUint32(cents) && fitsUint32(lastActivityAt / 1000))) this.widen();
-    if (code > NARROW_COUNTRIES && this.country instanceof Int16Array) this.country = widened(this.country, Int32Array, this.size);
-    this.country[at] = code;
+    if (packed >> 2 > NARROW_COUNTRIES && this.countryStatus instanceof Int16Array) this.countryStatus = widened(this.countryStatus, Int32Array, this.size);
+    this.countryStatus[at] = packed;
     this.transactions[at] = transactions;
     this.cents[at] = cents;
     this.activity[at] = this.narrow ? lastActivityAt / 1000 : lastActivityAt;

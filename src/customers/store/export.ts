@@ -2,7 +2,7 @@
 // connection of the export's own, at most ROWS_PER_STEP rows each. Each step is one short statement, so a caller that lets the event
 // loop turn between steps keeps every other request served, and a selective segment never scans the whole table in one
 // go. Knows no HTTP.
-import type { Bounds } from '../../domain/segments.ts';
+import { ANY_STATUS, statusesOf, type Bounds } from '../../domain/segments.ts';
 import type { CustomerStatus } from '../../domain/customers.ts';
 import { openReadConnection, type Db } from '../../db/database.ts';
 
@@ -31,12 +31,16 @@ const finite = (n: number) => Math.min(Number.MAX_VALUE, Math.max(-Number.MAX_VA
 function exportStatements(db: Db) {
   // NOT INDEXED: the rowid range is the only access path, so a country or an amount never sends the planner to an
   // index that would read all of that country's customers for every window. The rowid is still used for the range.
+  // Lists of countries and statuses come as JSON arrays: one statement whatever their length, and SQLite reads each
+  // list into a small index once per statement run. A list that would let every row through comes as NULL.
   const window = db
     .prepare(
       `SELECT id, email, name, country, status, amount_cents, total_transactions, last_activity_at
        FROM customers NOT INDEXED
        WHERE id > @after AND id <= @through
-         AND (@countryKey IS NULL OR country_key = @countryKey)
+         AND (@countryKeys IS NULL OR country_key IN (SELECT value FROM json_each(@countryKeys)))
+         AND (@excludedCountryKeys IS NULL OR country_key NOT IN (SELECT value FROM json_each(@excludedCountryKeys)))
+         AND (@statuses IS NULL OR status IN (SELECT value FROM json_each(@statuses)))
          AND total_transactions BETWEEN @transactionsLo AND @transactionsHi
          AND amount_cents BETWEEN @centsLo AND @centsHi
          AND last_activity_at BETWEEN @activityLo AND @activityHi
@@ -81,7 +85,9 @@ function* windowsWithin({ window, lastId }: ReturnType<typeof exportStatements>,
   const params = {
     after: 0,
     through: 0,
-    countryKey: bounds.countryKey ?? null,
+    countryKeys: bounds.countryKeys ? JSON.stringify(bounds.countryKeys) : null,
+    excludedCountryKeys: bounds.excludedCountryKeys.length ? JSON.stringify(bounds.excludedCountryKeys) : null,
+    statuses: bounds.statuses === ANY_STATUS ? null : JSON.stringify(statusesOf(bounds.statuses)),
     transactionsLo: finite(bounds.transactions[0]),
     transactionsHi: finite(bounds.transactions[1]),
     centsLo: finite(bounds.cents[0]),

@@ -1,6 +1,6 @@
 // A row of the customers table and what it becomes: the API's Customer, or the stored record that writes and the
 // audience index pass around.
-import type { Customer, CustomerRecord, CustomerStatus } from '../../domain/customers.ts';
+import { CUSTOMER_STATUSES, type Customer, type CustomerRecord, type CustomerStatus } from '../../domain/customers.ts';
 
 export interface CustomerRow {
   id: number;
@@ -17,20 +17,25 @@ export interface CustomerRow {
 /** A stored customer and its numeric id, as change listeners see it. */
 export type StoredCustomer = CustomerRecord & { id: number; countryKey: string };
 
-/** What state derived from customers (the audience index) reads of one: its id and the four matchable fields. */
-export type CustomerFacts = Pick<StoredCustomer, 'id' | 'countryKey' | 'totalTransactions' | 'amountCents' | 'lastActivityAt'>;
+/** What state derived from customers (the audience index) reads of one: its id and the five matchable fields. */
+export type CustomerFacts = Pick<StoredCustomer, 'id' | 'countryKey' | 'status' | 'totalTransactions' | 'amountCents' | 'lastActivityAt'>;
+
+/** Returns a status as columns hold it: its place in CUSTOMER_STATUSES. */
+export const statusIndex = (status: CustomerStatus): number => CUSTOMER_STATUSES.indexOf(status);
 
 /** One customer write: what was stored (`after`) and what it replaced (`before`); undefined for none. */
 export type CustomerChange = { before: CustomerFacts | undefined; after: CustomerFacts | undefined };
 
 /**
  * New customers' facts as columns, one entry per customer in each: how a CSV job's transaction (up to 20,000
- * customers) travels from the writer thread, in four transferable buffers and one array of strings rather than an
+ * customers) travels from the writer thread, in five transferable buffers and one array of strings rather than an
  * object per customer for the event loop to copy and collect.
  */
 export interface InsertedColumns {
   ids: Float64Array;
   countryKeys: string[];
+  /** Each status's place in CUSTOMER_STATUSES. */
+  statuses: Uint8Array;
   transactions: Float64Array;
   cents: Float64Array;
   lastActivityAt: Float64Array;
@@ -39,10 +44,18 @@ export interface InsertedColumns {
 /** Returns the customers' facts as columns. */
 export function toColumns(customers: readonly CustomerFacts[]): InsertedColumns {
   const n = customers.length;
-  const columns: InsertedColumns = { ids: new Float64Array(n), countryKeys: new Array<string>(n), transactions: new Float64Array(n), cents: new Float64Array(n), lastActivityAt: new Float64Array(n) };
+  const columns: InsertedColumns = {
+    ids: new Float64Array(n),
+    countryKeys: new Array<string>(n),
+    statuses: new Uint8Array(n),
+    transactions: new Float64Array(n),
+    cents: new Float64Array(n),
+    lastActivityAt: new Float64Array(n),
+  };
   customers.forEach((c, i) => {
     columns.ids[i] = c.id;
     columns.countryKeys[i] = c.countryKey;
+    columns.statuses[i] = statusIndex(c.status);
     columns.transactions[i] = c.totalTransactions;
     columns.cents[i] = c.amountCents;
     columns.lastActivityAt[i] = c.lastActivityAt;
@@ -51,10 +64,11 @@ export function toColumns(customers: readonly CustomerFacts[]): InsertedColumns 
 }
 
 /** Returns the insertions the columns describe, as changes. */
-export function insertionsOf({ ids, countryKeys, transactions, cents, lastActivityAt }: InsertedColumns): CustomerChange[] {
+export function insertionsOf({ ids, countryKeys, statuses, transactions, cents, lastActivityAt }: InsertedColumns): CustomerChange[] {
   const changes = new Array<CustomerChange>(ids.length);
   for (let i = 0; i < ids.length; i++) {
-    changes[i] = { before: undefined, after: { id: ids[i]!, countryKey: countryKeys[i]!, totalTransactions: transactions[i]!, amountCents: cents[i]!, lastActivityAt: lastActivityAt[i]! } };
+    const after = { id: ids[i]!, countryKey: countryKeys[i]!, status: CUSTOMER_STATUSES[statuses[i]!]!, totalTransactions: transactions[i]!, amountCents: cents[i]!, lastActivityAt: lastActivityAt[i]! };
+    changes[i] = { before: undefined, after };
   }
   return changes;
 }

@@ -35,7 +35,7 @@ export function describeCard({ signal, replacing, fill }) {
     field({
       label: 'Audience in your words',
       control: description,
-      hint: h('span', { class: 'hint-row' }, h('span', {}, 'Countries, amounts spent, numbers of purchases, time since the last activity.'), counter),
+      hint: h('span', { class: 'hint-row' }, h('span', {}, 'Countries, statuses (active, inactive, churned), amounts spent, numbers of purchases, time since the last activity.'), counter),
     }),
     h('div', { class: 'form-actions start' }, read),
     pending,
