@@ -24,9 +24,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * Uploads `file` (`rows` rows) to the service at `base` as a CSV import job and follows it to its end, while one
  * client sends GET /v1/customers/kpis and PATCH /v1/customers/{editId} in turn, 5 ms apart (an edit about every 15 ms:
- * each one makes the job's transaction commit early, as a write waits for none). Throws unless every row is imported.
+ * each one makes the job's transaction commit early, as a write waits for none). Throws unless every row is imported or
+ * (with `onExisting` update) updated.
  */
-export async function csvJobLoad(base: string, token: string, file: string, rows: number, editId: string): Promise<JobLoad> {
+export async function csvJobLoad(base: string, token: string, file: string, rows: number, editId: string, onExisting: 'skip' | 'update' = 'skip'): Promise<JobLoad> {
   const auth = { authorization: `Bearer ${token}` };
   const fileBytes = (await stat(file)).size;
   let running = true;
@@ -64,7 +65,7 @@ export async function csvJobLoad(base: string, token: string, file: string, rows
   begun = started;
   // Streamed from the file: a body sent from memory in one piece keeps this process (and the two clients timing the
   // other requests) busy for about half a second.
-  const accepted = await fetch(`${base}/v1/customers/imports?fileName=bench.csv`, {
+  const accepted = await fetch(`${base}/v1/customers/imports?fileName=bench.csv&onExisting=${onExisting}`, {
     method: 'POST',
     headers: { ...auth, 'content-type': 'text/csv' },
     body: Readable.toWeb(createReadStream(file)) as ReadableStream,
@@ -73,7 +74,7 @@ export async function csvJobLoad(base: string, token: string, file: string, rows
   if (accepted.status !== 202) throw new Error(`upload: ${accepted.status} ${await accepted.text()}`);
   const uploadMs = performance.now() - started;
   const { id } = (await accepted.json()) as { id: string };
-  let job: { status: string; imported: number; skipped: number };
+  let job: { status: string; imported: number; updated: number; skipped: number };
   for (;;) {
     job = (await (await fetch(`${base}/v1/customers/imports/${id}`, { headers: auth })).json()) as typeof job;
     if (job.status !== 'running') break;
@@ -82,7 +83,7 @@ export async function csvJobLoad(base: string, token: string, file: string, rows
   const seconds = (performance.now() - started) / 1000;
   running = false;
   await others;
-  if (job.status !== 'completed' || job.imported !== rows) throw new Error(`job ended ${JSON.stringify(job)}`);
+  if (job.status !== 'completed' || job.imported + job.updated !== rows || job.skipped !== 0) throw new Error(`job ended ${JSON.stringify(job)}`);
   const waits = [...readWaits, ...editWaits];
   const summary = (list: number[]) => ({ worstMs: Math.max(0, ...list), p99Ms: percentile(list, 0.99), samples: list.length });
   const result: JobLoad = {

@@ -158,6 +158,39 @@ async function main(): Promise<void> {
         { field: 'lastActivityDays', operator: 'lte', value: 90 },
       ],
     },
+    // The same as the two above with a status condition: a status costs no second pass.
+    {
+      name: '2 conditions (amount > 500, status = churned)',
+      conditions: [
+        { field: 'totalAmountSpent', operator: 'gt', value: 500 },
+        { field: 'status', operator: 'eq', value: 'churned' },
+      ],
+    },
+    {
+      name: '5 conditions (4 above, status in churned, inactive)',
+      conditions: [
+        { field: 'country', operator: 'eq', value: 'Germany' },
+        { field: 'totalTransactions', operator: 'gte', value: 3 },
+        { field: 'totalAmountSpent', operator: 'lt', value: 2000 },
+        { field: 'lastActivityDays', operator: 'lte', value: 90 },
+        { field: 'status', operator: 'in', value: ['churned', 'inactive'] },
+      ],
+    },
+    {
+      name: 'win-back (status, 3 countries in, amount)',
+      conditions: [
+        { field: 'status', operator: 'in', value: ['churned', 'inactive'] },
+        { field: 'country', operator: 'in', value: ['Spain', 'Italy', 'Netherlands'] },
+        { field: 'totalAmountSpent', operator: 'gte', value: 100 },
+      ],
+    },
+    {
+      name: '2 conditions (country not Germany, status not active)',
+      conditions: [
+        { field: 'country', operator: 'neq', value: 'Germany' },
+        { field: 'status', operator: 'neq', value: 'active' },
+      ],
+    },
     {
       name: '10 conditions (mixed selectivity)',
       conditions: [
@@ -211,11 +244,21 @@ async function main(): Promise<void> {
   const loadStart = performance.now();
   await audience.count(null);
   const audienceLoadMs = performance.now() - loadStart;
+  const audienceFootprint = await audience.footprint();
+  const indexBytesPerCustomer = audienceFootprint.bytes / audienceFootprint.rows;
+  log(
+    `Audience index: ${(audienceFootprint.bytes / 1e6).toFixed(1)} MB for ${audienceFootprint.rows.toLocaleString('en')} customers (room for ` +
+      `${audienceFootprint.room.toLocaleString('en')}): ${indexBytesPerCustomer.toFixed(1)} bytes a customer, ${(audienceFootprint.bytes / audienceFootprint.room).toFixed(1)} a row of room`,
+  );
   const sqlOps = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
   for (const set of conditionSets) {
     const where = set.conditions
       .map((c) => {
-        if (c.field === 'country') return `country_key = '${c.value.toLowerCase()}'`;
+        const quoted = (values: readonly string[]) => values.map((v) => `'${v.trim().toLowerCase().replaceAll("'", "''")}'`).join(', ');
+        if (c.field === 'country' || c.field === 'status') {
+          const column = c.field === 'country' ? 'country_key' : 'status';
+          return `${column} ${c.operator === 'neq' ? 'NOT IN' : 'IN'} (${quoted(typeof c.value === 'string' ? [c.value] : c.value)})`;
+        }
         if (c.field === 'totalTransactions') return `total_transactions ${sqlOps[c.operator]} ${c.value}`;
         if (c.field === 'totalAmountSpent') return `amount_cents / 100.0 ${sqlOps[c.operator]} ${c.value}`;
         const flipped = ({ gt: '<', gte: '<=', lt: '>', lte: '>=' } as const)[c.operator];
@@ -241,7 +284,12 @@ async function main(): Promise<void> {
   // bench:imports keeps them): 170 MB written just before a job left the machine flushing them during it.
   const intoFull = `data/bench-imports-full-${CUSTOMERS}.csv`;
   const intoEmpty = `data/bench-imports-empty-${CUSTOMERS}.csv`;
-  for (const [file, options] of [[intoFull, { seed: 8, firstSerial: 60_000_000 }], [intoEmpty, { seed: 9, firstSerial: 1 }]] as const) {
+  const updateFull = `data/bench-imports-update-${CUSTOMERS}.csv`; // the customers of intoFull a week later
+  for (const [file, options] of [
+    [intoFull, { seed: 8, firstSerial: 60_000_000 }],
+    [intoEmpty, { seed: 9, firstSerial: 1 }],
+    [updateFull, { seed: 8, firstSerial: 60_000_000, changed: true }],
+  ] as const) {
     if (existsSync(file)) continue;
     log(`Writing ${file}...`);
     await writeCustomersCsv(file, CUSTOMERS, options);
@@ -349,6 +397,8 @@ async function main(): Promise<void> {
   // CSV import jobs of a million rows: into this base of a million, then into an empty base.
   log('CSV import jobs:');
   const jobIntoFull = await csvJobLoad(api(''), token, intoFull, CUSTOMERS, '1');
+  // The same customers again, a week later, with onExisting=update: every row replaces a stored customer.
+  const jobUpdateFull = await csvJobLoad(api(''), token, updateFull, CUSTOMERS, '1', 'update');
 
   const peakRss = rssMb(service.pid!, 'VmHWM');
   service.kill('SIGTERM');
@@ -396,7 +446,9 @@ async function main(): Promise<void> {
       sqliteAlone: alone,
       intoFullBase: { ...jobIntoFull, shareOfSqliteAlone: jobIntoFull.rowsPerSecond / alone.rowsPerSecond },
       intoEmptyBase: { ...jobIntoEmpty, shareOfSqliteAlone: jobIntoEmpty.rowsPerSecond / alone.rowsPerSecond },
+      updateInFullBase: { ...jobUpdateFull, shareOfPlainJob: jobUpdateFull.rowsPerSecond / jobIntoFull.rowsPerSecond },
     },
+    audienceIndex: { ...audienceFootprint, bytesPerCustomer: indexBytesPerCustomer },
     backup,
     export: exported,
     webhooks,
@@ -436,6 +488,10 @@ async function main(): Promise<void> {
       `GET /v1/customers/kpis waited at most ${Math.round(exported.worstOtherRequestMs)} ms (p99 ${Math.round(exported.otherP99Ms)} ms); RSS ${Math.round(exported.rssBeforeMb)} -> ${Math.round(exported.peakRssMb)} MB.`,
     jobLine('into a base of a million', jobIntoFull),
     jobLine('into an empty base', jobIntoEmpty),
+    `The same ${jobUpdateFull.rows.toLocaleString('en')} customers again a week later with onExisting=update (every row replaces a stored one): ` +
+      `${Math.round(jobUpdateFull.rowsPerSecond).toLocaleString('en')} rows/s (${Math.round((jobUpdateFull.rowsPerSecond / jobIntoFull.rowsPerSecond) * 100)}% of the plain job's); ` +
+      `other requests waited at most ${Math.round(jobUpdateFull.othersWorstMs)} ms (p99 ${Math.round(jobUpdateFull.othersP99Ms)} ms).`,
+    `Audience index: ${indexBytesPerCustomer.toFixed(1)} bytes a customer (${(audienceFootprint.bytes / 1e6).toFixed(1)} MB for ${audienceFootprint.rows.toLocaleString('en')}, room for ${audienceFootprint.room.toLocaleString('en')}).`,
     `Start-up to /health: ${Math.round(startupMs)} ms. Peak RSS of the service: ${Math.round(peakRss)} MB on the full base, ${Math.round(emptyPeakRss)} MB on the empty one. Audience index load: ${Math.round(audienceLoadMs)} ms.`,
     '',
     line(['Campaigns (50 connections)', 'req/s', 'p50 ms', 'p99 ms', 'of floor']),

@@ -82,6 +82,12 @@ export class AudienceIndex {
     return bounds ? this.columns.count(bounds).count : 0;
   }
 
+  /** Returns the bytes the columns hold and the rows and room they hold them for (the benchmark's bytes a customer). */
+  async footprint(): Promise<{ bytes: number; rows: number; room: number }> {
+    await this.current();
+    return this.columns.footprint();
+  }
+
   /**
    * Applies customer writes this process committed as `generation`. A write told before an earlier one of the import
    * writer waits for it; a gap no write of ours fills means another process wrote, and the next count reloads.

@@ -121,6 +121,13 @@ export class AudienceColumns {
     return table;
   }
 
+  /** Returns the bytes the columns hold, room not yet used included, and the live rows and room they hold it for. */
+  footprint(): { bytes: number; rows: number; room: number } {
+    const bytes = this.blocks.reduce((sum, block) => sum + block.bytes(), 0);
+    const room = this.blocks.reduce((sum, block) => sum + block.room(), 0);
+    return { bytes, rows: this.size, room };
+  }
+
   /** The block whose ids span `id`, if any. */
   private blockOf(id: number): ColumnBlock | undefined {
     let lo = 0;
@@ -177,6 +184,17 @@ class ColumnBlock {
     this.transactions = new Uint32Array(capacity);
     this.cents = new Uint32Array(capacity);
     this.activity = new Uint32Array(capacity);
+  }
+
+  /** The bytes of this block's arrays, its country lists included. */
+  bytes(): number {
+    const lists = this.byCountry.reduce((sum, list) => sum + (list ? list.rows.byteLength : 0), 0);
+    return this.ids.byteLength + this.countryStatus.byteLength + this.transactions.byteLength + this.cents.byteLength + this.activity.byteLength + lists;
+  }
+
+  /** The rows this block has room for. */
+  room(): number {
+    return this.capacity;
   }
 
   full(): boolean {
