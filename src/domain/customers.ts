@@ -26,6 +26,19 @@ export interface CustomerRecord {
   status: CustomerStatus;
 }
 
+/** Returns a stored record's fields as the API shows them (every field of Customer but its id). */
+export function customerFields(record: CustomerRecord): Omit<Customer, 'id'> {
+  return {
+    name: record.name,
+    email: record.email,
+    country: record.country,
+    totalTransactions: record.totalTransactions,
+    totalAmountSpent: record.amountCents / 100,
+    lastActivityDate: new Date(record.lastActivityAt).toISOString(),
+    status: record.status,
+  };
+}
+
 /** The orders of customers.list. */
 export const CUSTOMER_SORTS = ['name', 'totalAmountSpent', 'totalTransactions', 'lastActivityDate'] as const;
 export type CustomerSort = (typeof CUSTOMER_SORTS)[number];

@@ -4,7 +4,7 @@
 import { parse, type Options } from 'csv-parse/sync';
 import type { Clock } from '../../domain/clock.ts';
 import type { AppError } from '../../domain/errors.ts';
-import type { CustomerStatus } from '../../domain/customers.ts';
+import { customerFields, type Customer } from '../../domain/customers.ts';
 import type { OnExisting } from '../store/writes.ts';
 import { readHeader, rowInput, type ColumnMapping, type CsvField } from './csv-columns.ts';
 import { duplicateReason, repeatedReason, unreadableReason } from './reasons.ts';
@@ -18,17 +18,7 @@ export const PREVIEW_BYTES = 64 * 1024;
 export const PREVIEW_RECORDS = 10;
 
 /** A record as it would be stored: the customer's fields (no id yet), its line, and whether it updates a stored customer. */
-export interface PreviewRow {
-  line: number;
-  name: string;
-  email: string;
-  country: string;
-  totalTransactions: number;
-  totalAmountSpent: number;
-  lastActivityDate: string;
-  status: CustomerStatus;
-  existing: boolean;
-}
+export type PreviewRow = Omit<Customer, 'id'> & { line: number; existing: boolean };
 
 /** What the preview answers. */
 export interface CsvPreview {
@@ -89,17 +79,7 @@ export async function previewCsv(body: AsyncIterator<Buffer>, options: PreviewOp
     if (seen.has(record.email)) problems.push({ line, email: record.email, reason: options.onExisting === 'update' ? repeatedReason(record.email) : duplicateReason(record.email) });
     else if (existing && options.onExisting === 'skip') problems.push({ line, email: record.email, reason: duplicateReason(record.email) });
     else {
-      rows.push({
-        line,
-        name: record.name,
-        email: record.email,
-        country: record.country,
-        totalTransactions: record.totalTransactions,
-        totalAmountSpent: record.amountCents / 100,
-        lastActivityDate: new Date(record.lastActivityAt).toISOString(),
-        status: record.status,
-        existing,
-      });
+      rows.push({ line, ...customerFields(record), existing });
     }
     seen.add(record.email);
   }
