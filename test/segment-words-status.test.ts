@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Condition } from '../src/domain/segments.ts';
-import { startService, type TestService } from './helpers.ts';
+import { assertProblem, startService, type TestService } from './helpers.ts';
 import { NO_RATE_LIMIT } from './support/campaigns.ts';
 import { createCustomer, customerRow, type CustomerRow } from './support/customers.ts';
 
@@ -78,6 +78,20 @@ describe('drafting the words of section 14 with the local parser', () => {
     ];
     const draft = await drafted('customers outside Kenya who are not churned', conditions);
     assert.equal(draft.size, count((row) => row.country !== 'Kenya' && row.status !== 'churned'));
+  });
+
+  test('"everyone but churned customers" and "everyone but Kenya" exclude them (neq)', async () => {
+    const churned = await drafted('everyone but churned customers', [{ field: 'status', operator: 'neq', value: 'churned' }]);
+    assert.equal(churned.size, count((row) => row.status !== 'churned'));
+    const kenya = await drafted('everyone but Kenya', [{ field: 'country', operator: 'neq', value: 'Kenya' }]);
+    assert.equal(kenya.size, count((row) => row.country !== 'Kenya'));
+  });
+
+  test('"churned in the last 6 months" is unmatched beside what is understood, and alone is 400 on description', async () => {
+    const draft = await drafted('customers in Kenya churned in the last 6 months', [{ field: 'country', operator: 'eq', value: 'Kenya' }], ['churned in the last 6 months']);
+    assert.equal(draft.size, count((row) => row.country === 'Kenya'));
+    const alone = await service.request('POST', '/v1/segments/draft', { token, body: { description: 'churned in the last 6 months' } });
+    assertProblem(alone, 400, 'validation_failed', ['description']);
   });
 
   test('"inactive customers" is the status; "inactive for 90 days" stays days since the last activity', async () => {

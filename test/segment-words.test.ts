@@ -191,6 +191,47 @@ const ROWS: Row[] = [
   // section 14, demonyms of countries absent from the data name nothing
   ['Spanish customers', AFRICA, [], ['Spanish']],
   ['Kenyan customers', COUNTRIES, [], ['Kenyan']],
+  // "everyone but X" and the other ways of saying "except": neq, or unmatched, never the opposite
+  ['everyone but churned customers', AFRICA, [status('neq', 'churned')], []],
+  ['all but churned', AFRICA, [status('neq', 'churned')], []],
+  ['everyone but Kenya', AFRICA, [notCountry('Kenya')], []],
+  ['anyone but Kenya', AFRICA, [notCountry('Kenya')], []],
+  ['all customers but the churned ones', AFRICA, [status('neq', 'churned')], []],
+  ['all but Kenya and Nigeria', AFRICA, [notCountry('Kenya'), notCountry('Nigeria')], []],
+  ['everyone in Kenya but the churned ones', AFRICA, [country('Kenya'), status('neq', 'churned')], []],
+  ['everyone but customers who spent over 100', AFRICA, [], ['but customers who spent over 100']],
+  ['everyone but VIPs', AFRICA, [], ['but VIPs']],
+  ['customers in Kenya but not churned', AFRICA, [country('Kenya'), status('neq', 'churned')], []],
+  ["customers who haven't bought at all but are in Kenya", AFRICA, [tx('lte', 0), country('Kenya')], []],
+  ['everyone besides Kenya', AFRICA, [notCountry('Kenya')], []],
+  ['everyone apart from churned customers', AFRICA, [status('neq', 'churned')], []],
+  ['everyone other than churned customers', AFRICA, [status('neq', 'churned')], []],
+  ['all customers minus the churned ones', AFRICA, [status('neq', 'churned')], []],
+  ['exclude churned customers', AFRICA, [status('neq', 'churned')], []],
+  ['customers without churned', AFRICA, [], ['without churned']],
+  ['everyone unless churned', AFRICA, [], ['unless churned']],
+  // demonyms alone, and negated
+  ['Kenyan', AFRICA, [country('Kenya')], []],
+  ['kenyan', AFRICA, [country('Kenya')], []],
+  ['French', AFRICA, [country('France')], []],
+  ['British', AFRICA, [country('United Kingdom')], []],
+  ['Kenyan with 3 orders', AFRICA, [country('Kenya'), tx('gte', 3), tx('lte', 3)], []],
+  ['French speakers', AFRICA, [], ['French speakers']],
+  ['Kenyan', COUNTRIES, [], ['Kenyan']],
+  ['non-Kenyan customers', AFRICA, [notCountry('Kenya')], []],
+  ['non-Kenyan', AFRICA, [notCountry('Kenya')], []],
+  ['non-UK customers', AFRICA, [notCountry('United Kingdom')], []],
+  ['customers who are not Kenyan', AFRICA, [notCountry('Kenya')], []],
+  ['not Kenya', AFRICA, [], ['not Kenya']],
+  // a status next to a period: a time since the last activity where the words say one, else unmatched
+  ['inactive customers for 90 days', AFRICA, [days('gte', 90)], []],
+  ['inactive customers in the last 30 days', AFRICA, [days('gte', 30)], []],
+  ['churned for more than 90 days', AFRICA, [days('gt', 90)], []],
+  ['churned customers for 90 days', AFRICA, [days('gte', 90)], []],
+  ['churned in the last 6 months', AFRICA, [], ['churned in the last 6 months']],
+  ['lapsed in the last 6 months', AFRICA, [], ['lapsed in the last 6 months']],
+  ['churned in the last 6 months in Kenya', AFRICA, [country('Kenya')], ['churned in the last 6 months']],
+  ['inactive customers in Kenya for 90 days', AFRICA, [status('eq', 'inactive'), country('Kenya')], ['for 90 days']],
   // a word no rule reads after an amount is reported on its own; a unit of something else still spoils the amount
   [`spent more than 500 ${LONG_WORD}`, AFRICA, [amount('gt', 500)], [LONG_WORD]],
   ['spent more than 500 shoes', AFRICA, [amount('gt', 500)], ['shoes']],
@@ -282,7 +323,7 @@ describe('conditionsFromWords', () => {
       'customers in Germany uk US France and , with who not or between 2 5 1,000 1.000 €500 $ at least more than under ' +
       'over orders purchases twice spent bought active inactive for the last days weeks 3 months ago since no never ' +
       'one-time repeat Atlantis regulars k + - twenty five hundred a dozen within per shoes churned lapsed not outside ' +
-      'except French German in Spain'
+      'except French German in Spain everyone but all besides non-German Kenyan apart from'
     ).split(' ');
     for (let k = 0; k < 500; k++) {
       const description = Array.from({ length: 1 + Math.floor(rng() * 30) }, () => vocabulary[Math.floor(rng() * vocabulary.length)]).join(' ');

@@ -22,12 +22,19 @@
 //   whole phrase is unmatched); any other unknown word there is reported on its own and the number still read.
 // - Statuses (product.md 14): "churned" and "lapsed" are churned, "inactive" inactive, "active" active (eq); listed
 //   with "or", "and" or commas they are `in`; after "not", "except", "excluding", "non-", "no longer" they are `neq`,
-//   one per status. Only where no period follows or precedes: "inactive for 90 days" and "active in the last 2 weeks"
-//   stay days since the last activity, "churned last month", "recently churned" and "most active" are unmatched.
+//   one per status. Only where no period follows or precedes: "inactive (customers) for 90 days" and "active in the
+//   last 2 weeks" stay days since the last activity, as do "churned for more than 90 days" and "inactive customers in
+//   the last 30 days" (gte 30); "churned in the last 6 months" dates a churn no field holds, and "churned last month",
+//   "recently churned" and "most active" are unmatched.
+// - "Except": "except", "excluding", "exclude", "other than", "apart from", "aside from", "besides", "minus", "rather
+//   than", and "but" in a clause that starts with "everyone", "all", "anyone"... ("everyone but churned customers",
+//   "all customers in Kenya but the churned ones") make a country or status `neq`; what they cannot negate is
+//   unmatched with them ("but customers who spent over 100"), never read as it stands. "but not" is a plain "and".
 // - Countries: the stored names, ignoring case and accents, then a table of common names, codes and demonyms
 //   (country-names.ts: "UK", "Deutschland", "Kenyan"), used only when exactly one stored country fits. A demonym
 //   counts where it qualifies people ("Kenyan customers", "Ghanaian repeat shoppers", "customers who are Kenyan",
-//   "Kenyans"), not elsewhere ("speak French"). Codes of 2-3 letters count when written in capitals ("US", not "us"),
+//   "Kenyans") or where it is all its clause says ("Kenyan", "French, with 3 orders"), not elsewhere ("speak French",
+//   "French speakers"); "non-Kenyan", "non-UK" and "not Kenyan" are `neq`. Codes of 2-3 letters count when written in capitals ("US", not "us"),
 //   except uk, usa and uae. England, Scotland and Wales are not the United Kingdom; "South America" is not America.
 //   Countries listed after one "in" with "or", "and" or commas are one `in` (a list naming a country two stored
 //   names fit is unmatched); after "not in", "outside", "except (customers in)", "excluding", "other than" they are
@@ -36,6 +43,7 @@
 //   country or status ("in Kenya" and "outside Kenya"), anything after "or" that is not a list, and an eleventh
 //   condition are unmatched.
 import { compileConditions, type Condition } from '../../domain/segments.ts';
+import { butExcept } from './choices.ts';
 import { indexCountries } from './countries.ts';
 import { Reader } from './reader.ts';
 import { tokenize, type Token } from './tokens.ts';
@@ -88,7 +96,7 @@ export function conditionsFromWords(description: string, countries: readonly str
   const markerBefore = (start: number) => {
     for (let j = start - 1; j >= 0 && status[j] === undefined; j--) {
       const k = r.key(j);
-      if (MARKERS.has(k)) return j;
+      if (MARKERS.has(k) || butExcept(r, j)) return j;
       if (!(FUNCTION.has(k) || SILENT.has(k) || RELATIVES.has(k))) return -1;
     }
     return -1;
@@ -113,18 +121,20 @@ export function conditionsFromWords(description: string, countries: readonly str
     i = end;
   }
 
-  return { conditions, unmatched: phrasesLeft(description, tokens, status, shouting) };
+  return { conditions, unmatched: phrasesLeft(description, r, status, shouting) };
 }
 
 /** The original text of every run of unused tokens that holds content, or of a rejected reading, in order. */
-function phrasesLeft(description: string, tokens: Token[], status: ('used' | number | undefined)[], shouting: boolean): string[] {
+function phrasesLeft(description: string, r: Reader, status: ('used' | number | undefined)[], shouting: boolean): string[] {
+  const tokens = r.tokens;
   const out: string[] = [];
   let run: number[] = [];
   let runGroup: number | undefined;
   // A short word in capitals ("US", "IT") was meant as a name, unless the whole text is in capitals
   const isContent = (t: Token) =>
     (t.caps && !shouting && t.kind === 'word' && t.key.length >= 2) ||
-    !isFiller(t.key);
+    !isFiller(t.key) ||
+    butExcept(r, tokens.indexOf(t));
   const flush = () => {
     while (run.length > 0 && runGroup === undefined && !isContent(tokens[run[run.length - 1] as number] as Token)) run.pop();
     if (run.length > 0 && (runGroup !== undefined || run.some((k) => isContent(tokens[k] as Token)))) {
@@ -137,7 +147,9 @@ function phrasesLeft(description: string, tokens: Token[], status: ('used' | num
   };
   tokens.forEach((t, k) => {
     const s = status[k];
-    if (s === 'used' || (s === undefined && (SEPARATORS.has(t.key) || CONNECTORS.has(t.key) || SILENT.has(t.key)))) return flush();
+    // an "everyone but" is kept with what it excludes: "but VIPs", never "VIPs" alone
+    const but = s === undefined && butExcept(r, k);
+    if (s === 'used' || (s === undefined && !but && (SEPARATORS.has(t.key) || CONNECTORS.has(t.key) || SILENT.has(t.key)))) return flush();
     if (run.length > 0 && runGroup !== s) flush();
     runGroup = s;
     run.push(k);

@@ -11,6 +11,7 @@ import {
   AMOUNT_TRAILERS,
   ARTICLES,
   BUYER_NOUNS,
+  CHURN_WORDS,
   COUNT_FILLERS,
   COUNT_LEADS,
   DAYS_LEADS,
@@ -100,8 +101,12 @@ const zeroPurchases: Rule = (r, i) => {
 };
 
 const inactiveFor: Rule = (r, i) => {
-  const j = r.phrase(i, INACTIVE_WORDS);
-  if (j < 0) return undefined;
+  let j = r.phrase(i, INACTIVE_WORDS);
+  const churn = j < 0 ? r.phrase(i, CHURN_WORDS) : -1;
+  if (j < 0 && churn < 0) return undefined;
+  j = r.skip(Math.max(j, churn), SILENT); // "inactive customers for 90 days"
+  // "churned for 90 days" is a time since; "churned in the last 6 months" dates the churn, which no field holds
+  if (churn >= 0 && r.key(j) !== 'for') return undefined;
   const w = window(r, j, true, true);
   return w && numeric(r, i, w.end, 'lastActivityDays', w.bounds);
 };

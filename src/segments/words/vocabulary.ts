@@ -28,7 +28,16 @@ export const FUNCTION = set(
 /** Whether a word is no content on its own: punctuation, a connector, an audience word or a function word. */
 export const isFiller = (key: string) => SEPARATORS.has(key) || CONNECTORS.has(key) || SILENT.has(key) || FUNCTION.has(key);
 /** Words that turn what follows into something the conditions cannot say (a negation or an alternative). */
-export const MARKERS = set('not never no without except excluding excl outside besides non nor neither either other or');
+export const MARKERS = set(
+  'not never no without except excluding excl exclude excludes excluded outside besides apart aside minus unless instead ' +
+    'rather non nor neither either other or',
+);
+/** Words that make "but" mean "except" when a clause starts with them: "everyone but churned customers". */
+export const UNIVERSALS = set('everyone everybody anyone anybody all every');
+/** Words after which "but" joins clauses, even after "everyone": "everyone in Kenya but not churned". */
+export const BUT_LINKS = set('not never no also only still');
+/** Where a sentence ends: the reach of an "everyone" before a "but". */
+export const SENTENCE_ENDS = set('. ; ! ?');
 export const COMPASS = set('north south east west northern southern eastern western central latin new');
 
 export const ONES: Record<string, number> = table({
@@ -126,7 +135,9 @@ export const NOT_FILLERS = set('been yet ever');
 export const ARTICLES = set('a an any');
 export const NONE_OF = [['purchases'], ['orders'], ['transactions'], ['purchase'], ['order']];
 export const NEVER_FILLERS = set('yet ever');
-export const INACTIVE_WORDS = phrases('inactive', 'dormant', 'lapsed', 'idle', 'no longer active');
+export const INACTIVE_WORDS = phrases('inactive', 'dormant', 'idle', 'no longer active');
+/** Words of a change of status: "churned for 90 days" is a time since the last activity, "churned in May" nothing. */
+export const CHURN_WORDS = phrases('churned', 'lapsed');
 export const LATEST = phrases('last', 'latest', 'most recent');
 export const LAST_FILLERS = phrases('was', 'is', ':', 'of');
 export const THEIR = set('the their');
@@ -152,8 +163,9 @@ export const STATUS_GUARDS = set('recently newly lately just most least more les
 export const DURATION_LEADS = set('for since during within ago recently lately until before after');
 /** How the items of a list of countries or statuses are joined: "Kenya, Nigeria or Ghana". */
 export const LIST_LINKS = phrases(',', 'or', 'and', ', or', ', and', '/', '&', 'and / or');
-export const COUNTRY_NEGATIONS = phrases('not', 'outside', 'outside of', 'except', 'except for', 'excluding', 'other than', 'apart from');
-export const STATUS_NEGATIONS = phrases('not', 'except', 'except for', 'excluding', 'non', 'no longer', 'other than');
+const EXCEPT = ['except', 'except for', 'excluding', 'exclude', 'other than', 'apart from', 'aside from', 'besides', 'minus', 'rather than'];
+export const COUNTRY_NEGATIONS = phrases(...EXCEPT, 'not', 'non', 'outside', 'outside of');
+export const STATUS_NEGATIONS = phrases(...EXCEPT, 'not', 'non', 'no longer');
 /** Nouns for the people a demonym qualifies: "Kenyan customers", "Ghanaian shoppers". */
 export const PEOPLE = new Set([...BUYER_NOUNS, ...set(
   'people persons person users user members member contacts contact subscribers subscriber accounts account audience ' +
