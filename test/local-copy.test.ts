@@ -7,8 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import type { Brief } from '../src/campaigns/brief.ts';
 import { fitCopy } from '../src/campaigns/fit.ts';
 import { localCopy, offerIn } from '../src/campaigns/local-copy.ts';
-import { LOCAL_PHRASES } from '../src/campaigns/local-phrases.ts';
-import { localRevision } from '../src/campaigns/local-revise.ts';
+import { LOCAL_PHRASES, THEME_WORDS, TONE_WORDS, URGENCY } from '../src/campaigns/local-phrases.ts';
+import { localRevision, localVariants } from '../src/campaigns/local-revise.ts';
 import type { Channel, Tone } from '../src/domain/campaigns.ts';
 import { startService, type TestService } from './helpers.ts';
 import { assertWithinLimits, CHANNELS, createSegment, generateOk, NO_RATE_LIMIT, OBJECTIVE, TONES, type Campaign } from './support/campaigns.ts';
@@ -32,12 +32,30 @@ function words(text: string): string[] {
   return (text.toLowerCase().replaceAll('’', "'").match(/[\p{L}\p{N}%$€£']+/gu) ?? []).map((w) => w.replace(/^'+|'+$/g, '')).filter(Boolean);
 }
 
-/** The first run of 6 consecutive words of the objective found in the text, or undefined. */
+/** The words with contractions and percentages spelled out, as a reader hears them: "we've" is "we have". */
+function spelledOut(text: string): string[] {
+  const spelled = words(text)
+    .join(' ')
+    .replace(/\bwon't\b/g, 'will not')
+    .replace(/\bcan't\b/g, 'can not')
+    .replace(/n't\b/g, ' not')
+    .replace(/'ve\b/g, ' have')
+    .replace(/'re\b/g, ' are')
+    .replace(/'ll\b/g, ' will')
+    .replace(/'d\b/g, ' would')
+    .replace(/\b(it|that|there|here|what|now)'s\b/g, '$1 is')
+    .replace(/(\d)%/g, '$1 percent');
+  return spelled.split(' ').filter(Boolean);
+}
+
+/** The first run of 6 consecutive words of the objective found in the text, as typed or spelled out, or undefined. */
 function sixWordsOf(objective: string, text: string): string | undefined {
-  const source = words(objective);
-  const runs = new Set(source.slice(0, Math.max(0, source.length - 5)).map((_, i) => source.slice(i, i + 6).join(' ')));
-  const found = words(text);
-  for (let i = 0; i + 6 <= found.length; i++) if (runs.has(found.slice(i, i + 6).join(' '))) return found.slice(i, i + 6).join(' ');
+  for (const form of [words, spelledOut]) {
+    const source = form(objective);
+    const runs = new Set(source.slice(0, Math.max(0, source.length - 5)).map((_, i) => source.slice(i, i + 6).join(' ')));
+    const found = form(text);
+    for (let i = 0; i + 6 <= found.length; i++) if (runs.has(found.slice(i, i + 6).join(' '))) return found.slice(i, i + 6).join(' ');
+  }
   return undefined;
 }
 
@@ -204,5 +222,90 @@ describe('variants and revisions by the local generator', () => {
     const kept = shorter.message.slice(0, -' Shop now'.length).match(/[^.]+\./g)!.map((s) => s.trim());
     assert.ok(kept.length < sentences.length && kept.every((s) => sentences.includes(s)), shorter.message);
     assert.equal(shorter.title, copy.title);
+  });
+});
+
+/** Objectives a reviewer found restated across sentence boundaries: each shares 6 words with two of the generator's sentences. */
+const REVIEWED_OBJECTIVES = [
+  'We have missed you. Come back and enjoy 20 percent off',
+  "we've missed you come back and grab 20% off",
+  'Get feedback: how are we doing? we would love to hear from you, it only takes a moment',
+];
+
+describe('the local generator reads its assembled copy, not each phrase alone', () => {
+  test('the reviewed objectives get no 6 consecutive words back in a draft, its variants or its revisions, in any channel and tone', async () => {
+    for (const objective of REVIEWED_OBJECTIVES) {
+      for (const channel of CHANNELS) {
+        for (const tone of TONES) {
+          const campaign = await generateOk(service, token, { segmentId: kenya.id, objective, channel, tone });
+          assert.equal(campaign.model, 'local');
+          assert.equal(sixWordsOf(objective, allText(campaign)), undefined, `${channel} ${tone}: ${JSON.stringify(campaign)}`);
+          assertNoCutWord(campaign, channel, objective);
+          const reply = await service.request('POST', `/v1/campaigns/${campaign.id}/variants`, { token, body: { count: 3 } });
+          assert.equal(reply.status, 200, reply.text);
+          for (const variant of reply.body.variants as Campaign[]) assert.equal(sixWordsOf(objective, allText(variant)), undefined, `${channel} ${tone} variant: ${JSON.stringify(variant)}`);
+          for (const instruction of ['longer', 'more urgent', 'shorter']) {
+            const revised = await service.request('POST', `/v1/campaigns/${campaign.id}/revise`, { token, body: { instruction } });
+            assert.equal(revised.status, 200, revised.text);
+            assert.equal(sixWordsOf(objective, allText(revised.body)), undefined, `${channel} ${tone} ${instruction}: ${revised.text}`);
+          }
+        }
+      }
+    }
+  });
+
+  test('a contraction counts as its spelled-out words: "We\'d love to hear from you" restates "we would love to hear from you"', () => {
+    const objective = 'Ask for feedback, we would love to hear from you about it';
+    for (const channel of CHANNELS) {
+      for (const tone of TONES) {
+        const copy = localCopy({ audience: 'customers', audienceSize: 4, objective, channel, tone });
+        assert.doesNotMatch(allText(copy), /we'd love to hear from you/i, `${channel} ${tone}`);
+      }
+    }
+  });
+
+  test('objectives built from 2 or 3 of its own sentences, with and without punctuation, never get 6 consecutive words back', () => {
+    const offer = { text: '20% off', deal: '20% off your next order' };
+    const filled = (phrase: string) => phrase.replaceAll('{offer}', offer.text).replaceAll('{Offer}', '20% off').replaceAll('{deal}', offer.deal).replaceAll('{Deal}', '20% off your next order');
+    const themes = Object.values(THEME_WORDS);
+    const sentencesOf = (w: (typeof themes)[number]) => [...w.openings, ...w.bodies.offer, ...w.bodies.plain, w.extra].map(filled);
+    const shared = [...Object.values(TONE_WORDS).flatMap((w) => w.closings), URGENCY.offer, URGENCY.plain];
+    // A fixed pseudo-random sequence: the same objectives on every run, spread over every theme's sentences.
+    const OBJECTIVE_COUNT = 120;
+    let seed = 7;
+    const next = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    const audiences = ['customers', 'customers who are churned', 'customers with at least 10 purchases'];
+    let checked = 0;
+    for (let i = 0; i < OBJECTIVE_COUNT; i++) {
+      const own = sentencesOf(themes[next(themes.length)]!);
+      const pool = next(3) === 0 ? [...own, ...shared, ...sentencesOf(themes[next(themes.length)]!)] : own;
+      const picked = Array.from({ length: 2 + next(2) }, () => pool[next(pool.length)]!);
+      const punctuated = picked.join(' ');
+      for (const objective of [punctuated, punctuated.replace(/[.!?,:]/g, '').toLowerCase()]) {
+        for (const channel of CHANNELS) {
+          for (const tone of TONES) {
+            const brief: Brief = { audience: audiences[i % audiences.length]!, audienceSize: 9, objective, channel, tone };
+            const draft = localCopy(brief);
+            // Revising re-reads the plan (dozens of drafts): one tone per objective and channel keeps the run short.
+            const revised = tone === TONES[i % TONES.length] ? [...localVariants({ brief, copy: draft }, 3, undefined), localRevision({ brief, copy: draft }, 'longer'), localRevision({ brief, copy: draft }, 'more urgent')] : [];
+            const all = [draft, ...revised];
+            for (const copy of all) {
+              assert.equal(sixWordsOf(objective, allText(copy)), undefined, `${objective} / ${channel} ${tone}: ${JSON.stringify(copy)}`);
+              assertWithinLimits(copy, channel);
+              checked++;
+            }
+          }
+        }
+      }
+    }
+    assert.equal(checked, OBJECTIVE_COUNT * 2 * CHANNELS.length * (TONES.length + 5));
+  });
+
+  test('urgent copy without an offer says nothing that needs one: no "it" left without a referent', () => {
+    for (const channel of CHANNELS) {
+      const copy = localCopy({ audience: 'customers', audienceSize: 4, objective: 'Tell people about what we have in store this month', channel, tone: 'urgent' });
+      assert.doesNotMatch(copy.message, /\bit won't be around\b/i, copy.message);
+      if (channel !== 'push') assert.match(copy.message, /The sooner, the better\./, copy.message);
+    }
   });
 });

@@ -4,6 +4,7 @@
 import { CHANNEL_LIMITS, TONES, type CampaignCopy, type Tone } from '../domain/campaigns.ts';
 import type { Brief } from './brief.ts';
 import { fitCopy } from './fit.ts';
+import { copyText, restatementOf } from './restatement.ts';
 import { EMAIL_EXTRA, FALLBACK_TITLE, SIGNATURE, THEME_WORDS, TONE_WORDS, URGENCY, type Theme } from './local-phrases.ts';
 
 /** An offer read from the objective: as a phrase ("20% off") and on the next order ("20% off your next order"). */
@@ -77,22 +78,6 @@ export function themeOf(brief: Brief): Theme {
   return OBJECTIVE_THEMES.find(([, pattern]) => pattern.test(brief.objective))?.[0] ?? audienceTheme(brief.audience) ?? 'general';
 }
 
-/** The words of a text as compared with the objective: lower case, apostrophes straightened. */
-export function wordsOf(text: string): string[] {
-  return (text.toLowerCase().replaceAll('’', "'").match(/[\p{L}\p{N}%$€£']+/gu) ?? []).map((w) => w.replace(/^'+|'+$/g, '')).filter(Boolean);
-}
-
-/** Whether the text holds `run` consecutive words of the objective (what restating the brief means). */
-export function restates(text: string, objective: string, run = 6): boolean {
-  const source = wordsOf(objective);
-  if (source.length < run) return false;
-  const runs = new Set<string>();
-  for (let i = 0; i + run <= source.length; i++) runs.add(source.slice(i, i + run).join(' '));
-  const words = wordsOf(text);
-  for (let i = 0; i + run <= words.length; i++) if (runs.has(words.slice(i, i + run).join(' '))) return true;
-  return false;
-}
-
 const upperFirst = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
 
 function withOffer(phrase: string, offer: Offer | undefined): string {
@@ -100,13 +85,9 @@ function withOffer(phrase: string, offer: Offer | undefined): string {
   return phrase.replaceAll('{offer}', offer.text).replaceAll('{Offer}', upperFirst(offer.text)).replaceAll('{deal}', offer.deal).replaceAll('{Deal}', upperFirst(offer.deal));
 }
 
-/** The first phrase from `start` on (going round the list) that `fits`, or undefined. */
-function pick(phrases: readonly string[], start: number, fits: (text: string) => boolean): string | undefined {
-  for (let i = 0; i < phrases.length; i++) {
-    const phrase = phrases[(start + i) % phrases.length]!;
-    if (fits(phrase)) return phrase;
-  }
-  return undefined;
+/** The phrases from `start` on (going round the list) that `fit`, in that order. */
+function from(phrases: readonly string[], start: number, fits: (text: string) => boolean): string[] {
+  return phrases.map((_, i) => phrases[(start + i) % phrases.length]!).filter(fits);
 }
 
 /** Returns the words to mention as a sentence of their own. */
@@ -115,17 +96,24 @@ export function mentionSentence(words: string): string {
   return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
+/** The parts of a copy that change; `fixed` marks the ones that do not (greeting, sign-off). */
+const PARTS = ['title', 'action', 'opening', 'mention', 'body', 'extra', 'closing', 'urgency', 'emailExtra'] as const;
+type Part = (typeof PARTS)[number];
+/** Which part to change first when the copy restates: sentences before the opening and action variants differ in. */
+const CHANGE_FIRST: Part[] = ['body', 'extra', 'closing', 'urgency', 'emailExtra', 'title', 'opening', 'action', 'mention'];
+type Segment = { part: Part | 'fixed'; text: string };
+
 /** Adds sentences by priority while they fit in `room` characters, then returns them in reading order. */
-function fill(sentences: { text: string | undefined; priority: number }[], room: number): string {
+function fill(sentences: (Segment & { priority: number })[], room: number): Segment[] {
   const chosen = new Set<number>();
   let used = -1;
   const byPriority = sentences.map((s, i) => ({ ...s, i })).sort((a, b) => a.priority - b.priority);
   for (const s of byPriority) {
-    if (!s.text || used + 1 + s.text.length > room) continue;
+    if (used + 1 + s.text.length > room) continue;
     chosen.add(s.i);
     used += 1 + s.text.length;
   }
-  return sentences.filter((_, i) => chosen.has(i)).map((s) => s.text).join(' ');
+  return sentences.filter((_, i) => chosen.has(i));
 }
 
 /** Returns the copy the plan writes for the brief: the same brief and plan always give the same text. */
@@ -136,45 +124,67 @@ export function writeCopy(brief: Brief, plan: Plan): CampaignCopy {
   const kind = offer ? 'offer' : 'plain';
   const limits = CHANNEL_LIMITS[brief.channel];
   const at = plan.variant + tone.offset;
-  const own = (max: number) => (text: string) => text.length <= max && !restates(text, brief.objective);
+  const restatedIn = restatementOf(brief.objective);
+  const own = (max: number) => (text: string) => text.length <= max && !restatedIn([text]);
   const phrases = (list: readonly string[]) => list.map((phrase) => withOffer(phrase, offer));
-
-  const title = pick(phrases(theme.titles[kind]), at, own(limits.title)) ?? pick(theme.titles.plain, at, own(limits.title)) ?? FALLBACK_TITLE;
-  const action = pick(phrases(theme.actions[kind]), at, own(limits.callToAction)) ?? pick(theme.actions.plain, at, own(limits.callToAction))!;
-  const urgentAction = `${action} ${URGENCY.actionSuffix}`;
-  const callToAction = plan.tone === 'urgent' && !/\b(now|today)$/i.test(action) && own(limits.callToAction)(urgentAction) ? urgentAction : action;
-
-  const sentence = (text: string) => own(limits.message)(text);
-  const opening = pick(theme.openings, at, sentence)?.replace(/\.$/, tone.exclaims ? '!' : '.');
-  const body = pick(phrases(theme.bodies[kind]), plan.variant, sentence) ?? pick(theme.bodies.plain, plan.variant, sentence);
+  const sentence = own(limits.message);
   const fuller = plan.length !== 'short';
-  const closing = fuller ? pick(tone.closings, plan.variant, sentence) : undefined;
-  const urgency = fuller && plan.tone === 'urgent' ? (offer ? URGENCY.offer : URGENCY.plain) : undefined;
-  const extra = plan.length === 'long' ? theme.extra : undefined;
-  const mention = plan.mention ? mentionSentence(plan.mention) : undefined;
-
-  if (brief.channel === 'email') {
-    const paragraphs = [
-      tone.greeting,
-      [opening, mention, body, extra].filter(Boolean).join(' '),
-      [closing, urgency, plan.length === 'long' ? EMAIL_EXTRA : undefined].filter(Boolean).join(' '),
-      `${tone.signOff}\n${SIGNATURE}`,
-    ];
-    return fitCopy({ title, message: paragraphs.filter(Boolean).join('\n\n'), callToAction }, brief.channel);
+  const urgentActions = (action: string) => {
+    const urgent = `${action} ${URGENCY.actionSuffix}`;
+    return plan.tone === 'urgent' && !/\b(now|today)$/i.test(action) && own(limits.callToAction)(urgent) ? [urgent, action] : [action];
+  };
+  // Each part's phrases in the order tried: the plan's own first, then others, then (where it may) none at all.
+  const choices: Record<Part, (string | undefined)[]> = {
+    title: [...new Set([...from(phrases(theme.titles[kind]), at, own(limits.title)), ...from(theme.titles.plain, at, own(limits.title)), FALLBACK_TITLE])],
+    action: [...new Set([...from(phrases(theme.actions[kind]), at, own(limits.callToAction)), ...from(theme.actions.plain, at, own(limits.callToAction))].flatMap(urgentActions))],
+    opening: [...from(theme.openings, at, sentence).map((s) => s.replace(/\.$/, tone.exclaims ? '!' : '.')), undefined],
+    mention: plan.mention ? [mentionSentence(plan.mention), undefined] : [undefined],
+    body: [...new Set([...from(phrases(theme.bodies[kind]), plan.variant, sentence), ...from(theme.bodies.plain, plan.variant, sentence)]), undefined],
+    extra: plan.length === 'long' ? [theme.extra, undefined] : [undefined],
+    closing: fuller ? [...from(tone.closings, plan.variant, sentence), undefined] : [undefined],
+    urgency: fuller && plan.tone === 'urgent' ? [offer ? URGENCY.offer : URGENCY.plain, undefined] : [undefined],
+    emailExtra: brief.channel === 'email' && plan.length === 'long' ? [EMAIL_EXTRA, undefined] : [undefined],
+  };
+  const write = (chosen: Record<Part, number>) => {
+    const get = (part: Part): Segment[] => {
+      const text = choices[part][chosen[part]];
+      return text === undefined ? [] : [{ part, text }];
+    };
+    const title = get('title')[0]!;
+    const action = get('action')[0]!;
+    if (brief.channel === 'email') {
+      const paragraphs = [[{ part: 'fixed', text: tone.greeting } as Segment], ['opening', 'mention', 'body', 'extra'].flatMap((p) => get(p as Part)), ['closing', 'urgency', 'emailExtra'].flatMap((p) => get(p as Part))];
+      const signed = paragraphs.filter((p) => p.length > 0).concat([[{ part: 'fixed', text: `${tone.signOff}\n${SIGNATURE}` }]]);
+      const message = signed.map((p) => p.map((s) => s.text).join(' ')).join('\n\n');
+      return { copy: fitCopy({ title: title.text, message, callToAction: action.text }, brief.channel), segments: [title, ...signed.flat(), action] };
+    }
+    // Whole sentences by priority in the room the call to action leaves: a short channel gets fewer of them.
+    const order: Part[] = ['opening', 'mention', 'body', 'closing', 'urgency', 'extra'];
+    const priority: Partial<Record<Part, number>> = { mention: 0, body: 1, opening: 2, closing: 3, urgency: 4, extra: 5 };
+    const body = fill(order.flatMap((p) => get(p).map((s) => ({ ...s, priority: priority[p]! }))), limits.message - action.text.length - 1);
+    const message = [...body, action].map((s) => s.text).join(' ');
+    return { copy: fitCopy({ title: title.text, message, callToAction: action.text }, brief.channel), segments: [title, ...body, action, action] };
+  };
+  const chosen = Object.fromEntries(PARTS.map((p) => [p, 0])) as Record<Part, number>;
+  const restated = (draft: ReturnType<typeof write>) => restatedIn(draft.segments.map((s) => s.text))?.map((i) => draft.segments[i]!.part);
+  // Each step changes one part the restated run spans to its next phrase, so the search ends.
+  for (;;) {
+    const draft = write(chosen);
+    const spanned = restated(draft);
+    if (!spanned) return draft.copy;
+    const part = CHANGE_FIRST.find((p) => spanned.includes(p) && chosen[p] < choices[p].length - 1);
+    if (!part) break;
+    chosen[part]++;
   }
-  // Whole sentences by priority in the room the call to action leaves: a short channel gets fewer of them.
-  const text = fill(
-    [
-      { text: opening, priority: 2 },
-      { text: mention, priority: 0 },
-      { text: body, priority: 1 },
-      { text: closing, priority: 3 },
-      { text: urgency, priority: 4 },
-      { text: extra, priority: 5 },
-    ],
-    limits.message - callToAction.length - 1,
-  );
-  return fitCopy({ title, message: text ? `${text} ${callToAction}` : callToAction, callToAction }, brief.channel);
+  // The last resort: no sentence but the fixed ones, with any title and call to action that do not restate it.
+  const bare = Object.fromEntries(PARTS.map((p) => [p, choices[p].length - 1])) as Record<Part, number>;
+  for (let title = 0; title < choices.title.length; title++) {
+    for (let action = 0; action < choices.action.length; action++) {
+      const draft = write({ ...bare, title, action });
+      if (!restated(draft)) return draft.copy;
+    }
+  }
+  return write(bare).copy;
 }
 
 /** Returns campaign copy for the brief, written to the customer, deterministic and within the channel's limits. */

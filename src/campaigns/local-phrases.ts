@@ -112,8 +112,8 @@ export const TONE_WORDS: Record<Tone, ToneWords> = {
   promotional: { greeting: 'Hi there,', signOff: 'Happy shopping,', closings: ['You deserve a treat.', 'Go on, treat yourself.'], exclaims: true, offset: 3 },
 };
 
-/** What urgent copy adds, with and without an offer; and what an urgent call to action ends with. */
-export const URGENCY = { offer: "This offer won't be around for long.", plain: "It won't be around for long.", actionSuffix: 'today' };
+/** What urgent copy adds, with and without an offer (with none, nothing for an "it" to refer to); and what an urgent call to action ends with. */
+export const URGENCY = { offer: "This offer won't be around for long.", plain: 'The sooner, the better.', actionSuffix: 'today' };
 
 /** The line that signs every email, and what a long email adds. */
 export const SIGNATURE = 'The team';

@@ -5,6 +5,7 @@ import { CHANNEL_LIMITS, CTA_IN_MESSAGE, type CampaignCopy, type Channel, type T
 import { invalidField } from '../domain/errors.ts';
 import { cleanText, fitCopy } from './fit.ts';
 import { firstPlan, LENGTHS, mentionSentence, planOf, themeOf, VARIANT_COUNT, writeCopy, type Plan } from './local-copy.ts';
+import { copyText, restates } from './restatement.ts';
 import { THEME_WORDS, TONE_WORDS, URGENCY } from './local-phrases.ts';
 import type { Rewrite } from './revise.ts';
 
@@ -82,11 +83,13 @@ function editText({ brief, copy: original }: Rewrite, edits: Edit[]): CampaignCo
   let paragraphs = paragraphsOf(copy, channel);
   const length = () => messageOf(paragraphs, copy, channel).length;
   const last = () => paragraphs[paragraphs.length - 1]!;
-  /** Appends a sentence to the last paragraph when it fits. */
+  const restated = () => restates(copyText({ ...copy, message: messageOf(paragraphs, copy, channel) }), brief.objective);
+  /** Appends a sentence to the last paragraph when it fits and does not, with its neighbours, restate the objective. */
   const add = (sentence: string) => {
     if (paragraphs.length === 0) paragraphs.push([]);
+    const before = restated();
     last().push(sentence);
-    if (length() > room) last().pop();
+    if (length() > room || (!before && restated())) last().pop();
   };
   /** Drops the last sentence that is neither the first nor `keep`; false when there is none. */
   const dropOne = (keep?: string) => {
