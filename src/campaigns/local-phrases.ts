@@ -35,7 +35,7 @@ export const THEME_WORDS: Record<Theme, ThemeWords> = {
   loyalty: {
     openings: ['Thank you for shopping with us.', 'We wanted to say thank you.', 'Your support means a lot to us.', "We're grateful you keep choosing us."],
     bodies: {
-      offer: ['As a thank you, enjoy {deal}.', '{Deal} is yours, with our thanks.'],
+      offer: ['To show our appreciation, enjoy {deal}.', '{Deal} is waiting for you.'],
       plain: ["We've set aside something special for you.", "There's something new we think you'll enjoy."],
     },
     titles: { offer: ['A thank you: {offer}', '{Offer}, with our thanks', '{Deal}', 'Thank you: {offer} for you'], plain: ['Thank you', 'A little thank you', 'With our thanks', 'Something for you'] },
