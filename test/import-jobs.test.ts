@@ -321,6 +321,18 @@ describe('a CSV job with onExisting and columns', () => {
     assert.equal(await customerByEmail(other), undefined);
   });
 
+  test('headers named like built-in JavaScript properties are ignored columns, and a "__proto__" key maps its header', async () => {
+    const plain = email('builtin');
+    const { job } = await runJob(`email,constructor,toString,__proto__,valueOf\n${plain},a,b,c,d\n`);
+    assert.deepEqual(job.ignoredColumns, ['constructor', 'toString', '__proto__', 'valueOf']);
+    assert.deepEqual([job.imported, job.skipped], [0, 1]); // the row lacks the other fields: skipped, not stored
+    const mapped = email('proto');
+    const csv = `__proto__,name,country,orders,amount,last_activity,status\n${mapped},Proto Person,Peru,1,1,2026-11-01,active\n`;
+    const proto = await runJob(csv, `?columns=${encodeURIComponent('{"__proto__":"email"}')}`);
+    assert.deepEqual([proto.job.imported, proto.job.skipped, proto.job.ignoredColumns], [1, 0, []]);
+    assert.equal((await customerByEmail(mapped)).name, 'Proto Person');
+  });
+
   test('each invalid columns value is 400 validation_failed naming columns, and no job is made', async () => {
     const total = (await service.request('GET', '/v1/customers/imports', { token })).body.total;
     const csv = `Mail,E-mail,Name\n${email('cols')},${email('cols')},Someone\n`;
@@ -333,6 +345,8 @@ describe('a CSV job with onExisting and columns', () => {
       '{"Mail":7}',
       '{"Nowhere":"email"}',
       '{"Mail":"email","E-mail":"email"}',
+      '{"Mail":"email","MAIL":null}',
+      '{"E-mail":null," e-mail ":"email"}',
     ]) {
       const reply = await upload(csv, `?columns=${encodeURIComponent(columns)}`);
       assertProblem(reply, 400, 'validation_failed', ['columns']);

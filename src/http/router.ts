@@ -13,6 +13,8 @@ export type RouteLookup<T> =
 interface CompiledRoute<T> {
   method: string;
   pattern: RegExp;
+  /** Whether the path has a `{name}` part. */
+  patterned: boolean;
   route: T;
 }
 
@@ -33,19 +35,25 @@ export class Router<T> {
   private readonly routes: CompiledRoute<T>[] = [];
 
   add(method: string, path: string, route: T): void {
-    this.routes.push({ method: method.toUpperCase(), pattern: compilePath(path), route });
+    this.routes.push({ method: method.toUpperCase(), pattern: compilePath(path), patterned: /\{\w+\}/.test(path), route });
   }
 
-  /** Returns the first route matching both; else the methods the path allows (405); else not found. */
+  /**
+   * Returns the first route matching both; else the methods the path allows (405); else not found. A path named
+   * literally by a route belongs to the literal routes: `/v1/customers/imports/preview` is no `{id}` of a later one.
+   */
   lookup(method: string, path: string): RouteLookup<T> {
     const allow = new Set<string>();
+    let literal = false;
     for (const candidate of this.routes) {
+      if (literal && candidate.patterned) continue;
       const groups = candidate.pattern.exec(path);
       if (!groups) continue;
       if (candidate.method === method || (method === 'HEAD' && candidate.method === 'GET')) {
         return { kind: 'found', match: { route: candidate.route, params: decodeParams(groups.groups) } };
       }
       allow.add(candidate.method);
+      literal ||= !candidate.patterned;
     }
     if (allow.size === 0) return { kind: 'not_found' };
     return { kind: 'method_not_allowed', allow: [...allow].sort() };

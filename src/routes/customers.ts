@@ -1,4 +1,5 @@
 // customers.* operations: list, create, get, update, delete, import, and the live aggregates.
+import type { IncomingMessage } from 'node:http';
 import { duplicateReason, repeatedReason, rowChecker, toRecord, type CustomerRepository, type ImportJobs } from '../customers/index.ts';
 import type { Clock } from '../domain/clock.ts';
 import { activityTrend, customerHealth, customerKpis, topCustomers } from '../domain/customer-summary.ts';
@@ -33,6 +34,20 @@ import {
   ImportUploadQuery,
   PREVIEW_NOTE,
 } from '../schemas/imports.ts';
+
+/**
+ * Discards what the client still sends of a body whose answer needs no more of it, so the connection can carry its
+ * next request; past `limit` more bytes the connection is closed instead (the answer is out by then).
+ */
+function discardRest(req: IncomingMessage, limit: number): void {
+  if (req.complete) return;
+  let size = 0;
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > limit) req.socket.destroy();
+  });
+  req.resume();
+}
 
 /** Returns the customers operations. */
 export function customerOperations({ customers, jobs, clock }: { customers: CustomerRepository; jobs: ImportJobs; clock: Clock }) {
@@ -236,9 +251,8 @@ export function customerOperations({ customers, jobs, clock }: { customers: Cust
           columns: query.columns,
           onExisting: query.onExisting,
         });
-      } catch (error) {
-        ctx.req.resume(); // the rest of a refused file is discarded, so the client reads the answer
-        throw error;
+      } finally {
+        discardRest(ctx.req, jobs.maxBytes); // the answer goes out at once; the rest of the file is not looked at
       }
     },
   });

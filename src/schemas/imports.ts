@@ -6,13 +6,21 @@ import { CustomerStatus, OnExisting } from './customers.ts';
 
 const COLUMNS_RULE = `a JSON object from header names (trimmed, without case) to field names (${CSV_FIELDS.join(', ')}) or null`;
 
+const COLUMNS_EXAMPLE = '{"Mail":"email","Notes":null}';
+
 /**
  * `columns`: a JSON object from header names to the field each column holds, or null to ignore it, applied before
- * the built-in names and aliases. That its keys name headers of the file, and no two name one field, is checked
- * against the file's header row.
+ * the built-in names and aliases; parsed into a Map so any name ("__proto__" too) is an ordinary key. Two keys naming
+ * one header, keys that name no header of the file, and two headers for one field are refused against the file's
+ * header row (mapColumns). The description comes before the transform: the OpenAPI converter stops reading a pipe there.
  */
 const ColumnsParam = v.pipe(
   v.string(),
+  v.description(
+    `How to read some columns: ${COLUMNS_RULE}, such as ${COLUMNS_EXAMPLE}; applied before the built-in names and aliases. ` +
+      'A key that names no header, two keys naming one header, or two headers for one field, is 400.',
+  ),
+  v.metadata({ examples: [COLUMNS_EXAMPLE, '{"Mail":"email","Spent (EUR)":"totalAmountSpent","Notes":null}'] }),
   v.rawTransform(({ dataset, addIssue, NEVER }) => {
     let parsed: unknown;
     try {
@@ -21,19 +29,14 @@ const ColumnsParam = v.pipe(
       parsed = undefined;
     }
     const fields: readonly unknown[] = CSV_FIELDS;
-    const valid =
-      typeof parsed === 'object' &&
-      parsed !== null &&
-      !Array.isArray(parsed) &&
-      Object.values(parsed).every((field) => field === null || fields.includes(field));
-    if (!valid) {
-      addIssue({ message: `Must be ${COLUMNS_RULE}, such as {"Mail":"email","Notes":null}.` });
+    // Object.entries keeps an own "__proto__" key, which JSON.parse makes; nothing here assigns into a plain object.
+    const entries = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? Object.entries(parsed) : undefined;
+    if (!entries?.every(([, field]) => field === null || fields.includes(field))) {
+      addIssue({ message: `Must be ${COLUMNS_RULE}, such as ${COLUMNS_EXAMPLE}.` });
       return NEVER;
     }
-    return parsed as ColumnMapping;
+    return new Map(entries as [string, (typeof CSV_FIELDS)[number] | null][]) satisfies ColumnMapping;
   }),
-  v.metadata({ examples: ['{"Mail":"email","Spent (EUR)":"totalAmountSpent","Notes":null}'] }),
-  v.description(`How to read some columns: ${COLUMNS_RULE}, applied before the built-in names and aliases. A key that names no header, or two headers for one field, is 400.`),
 );
 
 export const ImportUploadQuery = v.object({

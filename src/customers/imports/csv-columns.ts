@@ -13,49 +13,68 @@ export type ColumnMap = Partial<Record<CsvField, number>>;
 
 const key = (name: string) => name.trim().toLowerCase().replace(/[\s_\-]+/g, '');
 
-// Keys as `key()` makes them: "Full Name", "full_name" and "fullname" are one.
-const ALIASES: Record<string, CsvField> = {
-  name: 'name',
-  fullname: 'name',
-  customername: 'name',
-  email: 'email',
-  emailaddress: 'email',
-  mail: 'email',
-  country: 'country',
-  totaltransactions: 'totalTransactions',
-  transactions: 'totalTransactions',
-  orders: 'totalTransactions',
-  totalorders: 'totalTransactions',
-  totalamountspent: 'totalAmountSpent',
-  totalspent: 'totalAmountSpent',
-  amountspent: 'totalAmountSpent',
-  amount: 'totalAmountSpent',
-  lastactivitydate: 'lastActivityDate',
-  lastactivity: 'lastActivityDate',
-  lastactivityat: 'lastActivityDate',
-  status: 'status',
-};
+/** Returns what makes two header names (or `columns` keys) name the same header: trimmed, without case. */
+export const sameHeader = (name: string) => name.trim().toLowerCase();
+
+// Keys as `key()` makes them: "Full Name", "full_name" and "fullname" are one. A Map, so a header such as
+// "constructor" or "__proto__" finds no property of a plain object.
+const ALIASES: ReadonlyMap<string, CsvField> = new Map([
+  ['name', 'name'],
+  ['fullname', 'name'],
+  ['customername', 'name'],
+  ['email', 'email'],
+  ['emailaddress', 'email'],
+  ['mail', 'email'],
+  ['country', 'country'],
+  ['totaltransactions', 'totalTransactions'],
+  ['transactions', 'totalTransactions'],
+  ['orders', 'totalTransactions'],
+  ['totalorders', 'totalTransactions'],
+  ['totalamountspent', 'totalAmountSpent'],
+  ['totalspent', 'totalAmountSpent'],
+  ['amountspent', 'totalAmountSpent'],
+  ['amount', 'totalAmountSpent'],
+  ['lastactivitydate', 'lastActivityDate'],
+  ['lastactivity', 'lastActivityDate'],
+  ['lastactivityat', 'lastActivityDate'],
+  ['status', 'status'],
+]);
 
 /**
- * What a client says of some header names (trimmed, without case): the field each holds, or null for a column to
- * ignore. Applied before the built-in names and aliases.
+ * What a client says of some header names, keyed as it wrote them (no two the same header, see `sameHeader`): the
+ * field each holds, or null for a column to ignore. Applied before the built-in names and aliases. A Map, so any
+ * name (even "__proto__") is an ordinary key.
  */
-export type ColumnMapping = Readonly<Record<string, CsvField | null>>;
+export type ColumnMapping = ReadonlyMap<string, CsvField | null>;
+
+/** Returns the phrase naming `columns` keys the header lacks: each quoted as written (trimmed), or "an empty name". */
+function missingNames(written: readonly string[]): string {
+  const quoted = written.filter((name) => name !== '').map((name) => `"${name}"`);
+  const empty = quoted.length < written.length;
+  if (quoted.length === 0) return 'No column of the file has an empty name.';
+  return `No column of the file is named ${quoted.join(', ')}${empty ? ', and none has an empty name' : ''}.`;
+}
 
 /**
  * Returns which column holds each field, the field each header is read as (null: ignored), and the header names left
  * over. `mapping` goes first; then the first column naming a field by name or alias takes it. Throws
- * `validation_failed` on `columns` for a mapping key that names no header, or a field two headers would hold.
+ * `validation_failed` on `columns` for a mapping key that names no header, two keys naming one header, or a field two
+ * headers would hold.
  */
-export function mapColumns(header: readonly string[], mapping: ColumnMapping = {}): { columns: ColumnMap; fields: (CsvField | null)[]; ignored: string[] } {
+export function mapColumns(header: readonly string[], mapping: ColumnMapping = new Map()): { columns: ColumnMap; fields: (CsvField | null)[]; ignored: string[] } {
   const columns: ColumnMap = {};
   const fields: (CsvField | null)[] = header.map(() => null);
-  const chosen = new Map(Object.entries(mapping).map(([name, field]) => [name.trim().toLowerCase(), field]));
+  const chosen = new Map<string, { written: string; field: CsvField | null }>();
+  for (const [name, field] of mapping) {
+    const earlier = chosen.get(sameHeader(name));
+    if (earlier) throw invalidField('columns', `"${earlier.written}" and "${name.trim()}" name the same header: keep one of them.`);
+    chosen.set(sameHeader(name), { written: name.trim(), field });
+  }
   const named = new Set<string>();
   header.forEach((name, index) => {
-    const wanted = chosen.get(name.trim().toLowerCase());
+    const wanted = chosen.get(sameHeader(name))?.field;
     if (wanted === undefined) return;
-    named.add(name.trim().toLowerCase());
+    named.add(sameHeader(name));
     if (wanted === null) return;
     if (columns[wanted] !== undefined) {
       throw invalidField('columns', `Two columns (${header[columns[wanted]!]} and ${name}) would both be read as ${wanted}: map one of them to another field or to null.`);
@@ -63,11 +82,11 @@ export function mapColumns(header: readonly string[], mapping: ColumnMapping = {
     columns[wanted] = index;
     fields[index] = wanted;
   });
-  const unknown = [...chosen.keys()].filter((name) => !named.has(name));
-  if (unknown.length > 0) throw invalidField('columns', `No column of the file is named ${unknown.join(', ')}.`);
+  const unknown = [...chosen].filter(([name]) => !named.has(name)).map(([, { written }]) => written);
+  if (unknown.length > 0) throw invalidField('columns', missingNames(unknown));
   header.forEach((name, index) => {
-    if (chosen.has(name.trim().toLowerCase())) return;
-    const field = ALIASES[key(name)];
+    if (chosen.has(sameHeader(name))) return;
+    const field = ALIASES.get(key(name));
     if (field && columns[field] === undefined) {
       columns[field] = index;
       fields[index] = field;

@@ -29,6 +29,8 @@ export interface CsvPreview {
 
 export interface PreviewOptions {
   maxBytes: number;
+  /** Whether the upload's length was declared (and within `maxBytes`): else only its end tells whether it is too large. */
+  lengthKnown: boolean;
   tooLarge: () => AppError;
   clock: Clock;
   columns: ColumnMapping | undefined;
@@ -38,25 +40,36 @@ export interface PreviewOptions {
 }
 
 /**
- * Reads the whole upload (so a body past `maxBytes` is refused as a job's would be) but keeps its first
- * PREVIEW_BYTES; returns the preview of them. Throws `payload_too_large`, and `validation_failed` as a job's header does.
+ * Reads the upload only until it has PREVIEW_BYTES and one byte more (to tell whether a record was cut), then lets go
+ * of `body` (its `return()`, so the caller can discard the rest); returns the preview of those bytes. A body whose
+ * length was not declared is read to its end first, its size counted and the rest dropped, as only then can it be 413. Throws
+ * `payload_too_large` when what it reads passes `maxBytes`, and `validation_failed` as a job's header does.
  */
 export async function previewCsv(body: AsyncIterator<Buffer>, options: PreviewOptions): Promise<CsvPreview> {
   const kept: Buffer[] = [];
-  let keptBytes = 0;
   let size = 0;
-  for (let next = await body.next(); !next.done; next = await body.next()) {
-    size += next.value.length;
-    if (size > options.maxBytes) throw options.tooLarge();
-    if (keptBytes < PREVIEW_BYTES) {
-      const piece = next.value.subarray(0, PREVIEW_BYTES - keptBytes);
-      kept.push(piece);
-      keptBytes += piece.length;
+  try {
+    while (size <= PREVIEW_BYTES) {
+      const next = await body.next();
+      if (next.done) break;
+      size += next.value.length;
+      if (size > options.maxBytes) throw options.tooLarge();
+      kept.push(next.value);
     }
+    // A body of undeclared length is read to its end (the rest uncounted but its size), so one over the limit is 413.
+    if (!options.lengthKnown && size > PREVIEW_BYTES) {
+      for (let next = await body.next(); !next.done; next = await body.next()) {
+        size += next.value.length;
+        if (size > options.maxBytes) throw options.tooLarge();
+      }
+    }
+  } finally {
+    await body.return?.();
   }
-  const head = Buffer.concat(kept);
+  const all = Buffer.concat(kept);
+  const head = all.subarray(0, PREVIEW_BYTES);
   const { header, columns, fields } = readHeader(head, options.columns);
-  const records = firstRecords(head, size > head.length);
+  const records = firstRecords(head, all.length > head.length);
 
   const check = rowChecker(options.clock);
   const checked = records.map((record) => {

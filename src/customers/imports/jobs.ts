@@ -128,14 +128,17 @@ export function createImportJobs(
     },
 
     /**
-     * Reads an upload as `accept` does, but keeps only its first bytes and stores nothing: returns how its columns
-     * are read, its first records as they would be stored, and their problems (csv-preview.ts). Throws as `accept`.
+     * Reads only the first bytes of an upload and stores nothing: returns how its columns are read, its first records
+     * as they would be stored, and their problems (csv-preview.ts). The caller discards the rest of the body. Throws
+     * as `accept` (`payload_too_large` for a declared length past IMPORT_MAX_BYTES).
      */
     async preview(body: AsyncIterator<Buffer>, upload: Omit<Upload, 'fileName' | 'createdBy'>): Promise<CsvPreview> {
       if (upload.declaredBytes !== undefined && upload.declaredBytes > maxBytes) throw tooLarge();
-      return previewCsv(body, { maxBytes, tooLarge, clock, columns: upload.columns, onExisting: upload.onExisting ?? 'skip', emailsStored });
+      return previewCsv(body, { maxBytes, lengthKnown: upload.declaredBytes !== undefined, tooLarge, clock, columns: upload.columns, onExisting: upload.onExisting ?? 'skip', emailsStored });
     },
 
+    /** IMPORT_MAX_BYTES: the most a client may send of one upload. */
+    maxBytes,
     getJob: store.getJob,
     listJobs: store.listJobs,
     skippedRows: store.skippedRows,
