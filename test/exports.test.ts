@@ -205,7 +205,7 @@ describe('the other CSV download', () => {
     assertCsv(
       await download(`/v1/customers/imports/${accepted.body.id}/failures.csv`),
       `import-${accepted.body.id}-failures.csv`,
-      "line,email,reason\r\n3,'=bad,Invalid email.\r\n4,noname@failures.example.com,Invalid name.\r\n",
+      'line,email,reason\r\n3,\'=bad,"Email must be a valid email address, such as ada@example.com."\r\n4,noname@failures.example.com,Name is missing.\r\n',
     );
   });
 });
