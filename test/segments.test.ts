@@ -779,7 +779,8 @@ describe('segments: the matching engine follows customer writes', () => {
 
 describe('segments: counts stay exact when a customer\'s values outgrow the engine\'s compact columns', () => {
   // The engine holds transactions, amounts and activity (in whole seconds) in 4 bytes a value until one does not
-  // fit: then every column moves to 8 bytes (activity in ms). Counts must not change across that move.
+  // fit: then transactions and amounts move to 8 bytes together, and activity (in ms) on its own. Counts must not
+  // change across either move, in either order.
   let service: TestService;
   let token: string;
   const W = 'Widenland';
@@ -841,6 +842,28 @@ describe('segments: counts stay exact when a customer\'s values outgrow the engi
       [w(days('gte', 40)), 4, 'and exactly 40 days ago'],
       [w(tx('gte', 7)), 3, '7, 9 and 5e9'],
     ]);
+  });
+
+  test('amounts outgrow their column first while activity stays in whole seconds: each count as by hand', async () => {
+    // A service of its own: the one above has widened every column already.
+    const service = await startService({ env: ENV });
+    try {
+      const token = await service.tokenFor('lifecycle_marketer');
+      const V = 'Numberland';
+      const v = (...more: Condition[]) => [country(V), ...more];
+      await createCustomer(service, token, { country: V, totalTransactions: 2, totalAmountSpent: 10, lastActivityDate: iso(NOW_MS - 10 * DAY_MS) });
+      await createCustomer(service, token, { country: V, totalTransactions: 6_000_000_000, totalAmountSpent: 60_000_000, lastActivityDate: iso(T40) });
+      await expectCounts(service, token, [
+        [v(tx('gt', 4_294_967_295)), 1, '6e9 transactions'],
+        [v(amount('gt', 42_949_672.95)), 1, '6e9 cents'],
+        [v(days('gt', 40)), 0, 'exactly 40 days ago is not more than 40'],
+        [v(days('gte', 40)), 1, 'exactly 40 days ago is at least 40'],
+        [v(days('lt', 39.9999999)), 1, '10 days ago'],
+        [v(tx('lte', 2), days('lte', 10.5)), 1, '2 transactions 10 days ago'],
+      ]);
+    } finally {
+      await service.close();
+    }
   });
 });
 
