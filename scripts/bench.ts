@@ -397,6 +397,7 @@ async function main(): Promise<void> {
   // CSV import jobs of a million rows: into this base of a million, then into an empty base.
   log('CSV import jobs:');
   const jobIntoFull = await csvJobLoad(api(''), token, intoFull, CUSTOMERS, '1');
+  const peakRssBeforeUpdate = rssMb(service.pid!, 'VmHWM');
   // The same customers again, a week later, with onExisting=update: every row replaces a stored customer.
   const jobUpdateFull = await csvJobLoad(api(''), token, updateFull, CUSTOMERS, '1', 'update');
 
@@ -454,7 +455,7 @@ async function main(): Promise<void> {
     webhooks,
     startupMs,
     peakRssMb: Math.max(peakRss, emptyPeakRss),
-    peakRssMbByService: { fullBase: peakRss, emptyBase: emptyPeakRss },
+    peakRssMbByService: { fullBase: peakRss, fullBaseBeforeUpdateJob: peakRssBeforeUpdate, emptyBase: emptyPeakRss },
     campaigns,
     chat,
   };
@@ -492,7 +493,7 @@ async function main(): Promise<void> {
       `${Math.round(jobUpdateFull.rowsPerSecond).toLocaleString('en')} rows/s (${Math.round((jobUpdateFull.rowsPerSecond / jobIntoFull.rowsPerSecond) * 100)}% of the plain job's); ` +
       `other requests waited at most ${Math.round(jobUpdateFull.othersWorstMs)} ms (p99 ${Math.round(jobUpdateFull.othersP99Ms)} ms).`,
     `Audience index: ${indexBytesPerCustomer.toFixed(1)} bytes a customer (${(audienceFootprint.bytes / 1e6).toFixed(1)} MB for ${audienceFootprint.rows.toLocaleString('en')}, room for ${audienceFootprint.room.toLocaleString('en')}).`,
-    `Start-up to /health: ${Math.round(startupMs)} ms. Peak RSS of the service: ${Math.round(peakRss)} MB on the full base, ${Math.round(emptyPeakRss)} MB on the empty one. Audience index load: ${Math.round(audienceLoadMs)} ms.`,
+    `Start-up to /health: ${Math.round(startupMs)} ms. Peak RSS of the service: ${Math.round(peakRss)} MB on the full base (${Math.round(peakRssBeforeUpdate)} MB before the update job), ${Math.round(emptyPeakRss)} MB on the empty one. Audience index load: ${Math.round(audienceLoadMs)} ms.`,
     '',
     line(['Campaigns (50 connections)', 'req/s', 'p50 ms', 'p99 ms', 'of floor']),
     line(['-', '-', '-', '-', '-']),
