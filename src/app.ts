@@ -24,7 +24,8 @@ import { createListener } from './http/listener.ts';
 import { createLogger, type Logger } from './http/logger.ts';
 import { route, type Route } from './http/operation.ts';
 import { operationRunner } from './http/run-operation.ts';
-import { toolRunner } from './chat/tools.ts';
+import { parseBody } from './http/validate.ts';
+import { toolRunner } from './chat/tool-runner.ts';
 import { authenticate, authorize, invoke, routeRequest, validate } from './http/pipeline.ts';
 import { idempotentRequests } from './http/idempotency.ts';
 import { consoleFiles, loadConsoleFiles } from './http/static-files.ts';
@@ -125,7 +126,7 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     customers: customerRepository,
     segments: segmentRepository,
     model,
-    runTool: toolRunner({ run, segments: segmentRepository }),
+    runTool: toolRunner({ validate: parseBody, segments: segmentRepository }),
     clock,
     customersGeneration: () => customerChanges.generation(),
     promptBudget: config.chat.promptBudget,

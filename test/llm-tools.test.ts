@@ -3,11 +3,13 @@
 // shape, the `tool_calls` finish, retries around calls, transcripts of real-shaped streams, and the local generator.
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
+import { ACTION_KINDS, TOOL_SPECS, TOOLS as CHAT_TOOLS } from '../src/chat/tools.ts';
 import { loadConfig } from '../src/config.ts';
 import { AppError } from '../src/domain/errors.ts';
 import { createLogger } from '../src/http/logger.ts';
 import { createLanguageModel, type LanguageModel, type ModelRequest, type ReplyPart, type ToolCall, type ToolSpec } from '../src/llm/index.ts';
 import { createLocalModel } from '../src/llm/local.ts';
+import { startService } from './helpers.ts';
 import { startFakeProvider, type FakeProvider, type FakeReply } from './support/fake-provider.ts';
 
 type Format = 'openai' | 'anthropic';
@@ -519,5 +521,29 @@ describe('openai: a server or model without tool support', () => {
     await assert.rejects(model.complete(request()), (e: unknown) => e instanceof AppError && e.code === 'llm_unavailable');
     await model.complete(request());
     assert.ok(Array.isArray(fake.requests[1]!.body.tools));
+  });
+});
+
+describe('the one list of tools', () => {
+  test('each write tool is a kind of proposal whose operation is in the route table, taking a body, and every kind has its tool', BOUNDED, async (t) => {
+    const service = await startService();
+    t.after(() => service.close());
+    const doc = (await service.request('GET', '/v1/openapi.json')).body;
+    const operations = new Map<string, { method: string; requestBody?: unknown }>(
+      Object.values(doc.paths as Record<string, Record<string, { operationId: string; requestBody?: unknown }>>).flatMap((methods) =>
+        Object.entries(methods).map(([method, op]) => [op.operationId, { method, requestBody: op.requestBody }] as const),
+      ),
+    );
+    const writeTools = CHAT_TOOLS.filter((tool) => tool.access === 'write');
+    assert.deepEqual(ACTION_KINDS, ['save_segment', 'draft_campaign']);
+    assert.deepEqual(writeTools.map((tool) => tool.name), ACTION_KINDS);
+    assert.deepEqual(doc.components.schemas.ChatAction.properties.kind.enum, ACTION_KINDS);
+    for (const tool of writeTools) {
+      const operation = operations.get(tool.operationId);
+      assert.equal(operation?.method, 'post', `${tool.name} runs ${tool.operationId}`);
+      assert.ok(operation.requestBody, `${tool.operationId} takes the proposal's input as its body`);
+    }
+    assert.deepEqual(TOOL_SPECS.map((spec) => spec.name), CHAT_TOOLS.map((tool) => tool.name));
+    assert.equal(new Set(CHAT_TOOLS.map((tool) => tool.name)).size, CHAT_TOOLS.length);
   });
 });

@@ -11,7 +11,9 @@ import { groundingReader } from './grounding.ts';
 import { localTurn } from './local-actions.ts';
 import { chatPrompt, HISTORY_TURNS } from './prompt.ts';
 import { runTurn, type TurnOutput, type TurnResult } from './tool-loop.ts';
-import { TOOL_SPECS, type RunTool, type ToolTurn } from './tools.ts';
+import type { ToolTurn } from './tool.ts';
+import type { RunTool } from './tool-runner.ts';
+import { TOOL_SPECS } from './tools.ts';
 
 /** What a refusal that came without any words is stored as. */
 export const REFUSAL_WITHOUT_WORDS = 'The model declined to answer this request.';
@@ -24,7 +26,7 @@ export interface ConversationDeps {
   customers: CustomerFigures & { countryNames(): string[] };
   segments: Pick<SegmentRepository, 'listSegments'>;
   model: LanguageModel;
-  /** Runs one tool call as the turn's user (see tools.ts). */
+  /** Runs one tool call as the turn's user (see tool-runner.ts). */
   runTool: RunTool;
   clock: Clock;
   /** The customers generation: moves with every customer write. */

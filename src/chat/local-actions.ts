@@ -7,7 +7,7 @@ import { nameFrom } from '../segments/draft.ts';
 import { conditionsFromWords } from '../segments/words/index.ts';
 import type { Grounding, SegmentFact } from './grounding.ts';
 import { localReply, namedSegment } from './local-reply.ts';
-import { customers } from './wording.ts';
+import { countAudience, draftCampaign, saveSegment, toolNamed } from './tools.ts';
 
 const MAKE_SEGMENT =
   /\b(?:make|create|save|build|set up|add)\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|the\s+)?(?:new\s+)?segment\b\s*(?:(?:called|named)\s+["“']([^"”']+)["”']\s*)?(?:of|for|with|from|:)?\s*([\s\S]*)$/i;
@@ -26,7 +26,7 @@ export function localTurn(g: Grounding, question: string, messages: readonly Mod
 
 function firstStep(g: Grounding, question: string, countries: () => readonly string[]): LocalTurn | string | undefined {
   const draft = DRAFT_CAMPAIGN.exec(question);
-  if (draft) return draftCampaign(g, question, draft);
+  if (draft) return draftCall(g, question, draft);
   const make = MAKE_SEGMENT.exec(question);
   if (make) {
     const description = clean(make[2] ?? '');
@@ -35,17 +35,17 @@ function firstStep(g: Grounding, question: string, countries: () => readonly str
       return `I could not read any condition from “${description || question.trim()}”${unmatched.length ? ` (not understood: ${quoteAll(unmatched)})` : ''}. Name a country, an amount spent, a number of purchases or days since the last activity, for example: make a segment of customers in Germany with at least 3 purchases.`;
     }
     const name = make[1]?.trim() || nameFrom(description);
-    return { toolCalls: [{ name: 'save_segment', input: { name, conditions } }] };
+    return { toolCalls: [{ name: saveSegment.name, input: { name, conditions } }] };
   }
   const howMany = HOW_MANY.exec(question);
   if (howMany && g.kpis.totalCustomers > 0) {
     const { conditions } = conditionsFromWords(howMany[1] ?? '', countries());
-    if (conditions.length) return { toolCalls: [{ name: 'count_audience', input: { conditions } }] };
+    if (conditions.length) return { toolCalls: [{ name: countAudience.name, input: { conditions } }] };
   }
   return undefined;
 }
 
-function draftCampaign(g: Grounding, question: string, [, channelWord, target = '', goal = '']: RegExpExecArray): LocalTurn | string {
+function draftCall(g: Grounding, question: string, [, channelWord, target = '', goal = '']: RegExpExecArray): LocalTurn | string {
   const segment = segmentNamed(g.segments, clean(target)) ?? namedSegment(g.segments, question.toLowerCase());
   if (!segment) {
     const names = g.segments.slice(0, 5).map((s) => `“${s.name}”`);
@@ -56,7 +56,7 @@ function draftCampaign(g: Grounding, question: string, [, channelWord, target = 
   const lower = question.toLowerCase();
   const channel: Channel = channelOf(channelWord?.toLowerCase()) ?? CHANNELS.find((c) => new RegExp(`\\b${c}\\b`).test(lower)) ?? (/\btext\b/.test(lower) ? 'sms' : 'email');
   const tone: Tone = TONES.find((t) => new RegExp(`\\b${t}\\b`).test(lower)) ?? 'friendly';
-  return { toolCalls: [{ name: 'draft_campaign', input: { segmentId: segment.id, objective: objectiveFrom(goal), channel, tone } }] };
+  return { toolCalls: [{ name: draftCampaign.name, input: { segmentId: segment.id, objective: objectiveFrom(goal), channel, tone } }] };
 }
 
 /** What the tools answered, in words: a count, a proposal to confirm, or what went wrong. */
@@ -68,15 +68,11 @@ function afterTools(question: string, messages: readonly ModelTurn[], countries:
   const lines = results.results.map((r) => {
     const value = parse(r.content);
     if (r.isError || typeof value.error === 'string') return `I could not do that: ${String(value.error ?? r.content)}`;
-    const call = calls.get(r.callId);
-    if (call?.name === 'count_audience' && typeof value.matchCount === 'number') {
-      return `${customers(value.matchCount)} ${value.matchCount === 1 ? 'matches' : 'match'}: ${String(value.audience)}.`;
+    const tool = toolNamed(calls.get(r.callId)?.name ?? '');
+    if (tool?.access === 'write' && value.proposed === true) {
+      return `Here is my proposal: ${String(value.summary)}. Confirm it to ${tool.confirmTo}, or dismiss it.`;
     }
-    if (value.proposed === true) {
-      const what = call?.name === 'draft_campaign' ? 'draft the campaign' : 'save the segment';
-      return `Here is my proposal: ${String(value.summary)}. Confirm it to ${what}, or dismiss it.`;
-    }
-    return JSON.stringify(value);
+    return (tool?.access === 'read' && tool.saysLocally?.(value)) || JSON.stringify(value);
   });
   // What the words parser could not use is said too, so nothing is silently dropped.
   const description = MAKE_SEGMENT.exec(question)?.[2] ?? HOW_MANY.exec(question)?.[1];

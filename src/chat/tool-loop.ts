@@ -2,7 +2,8 @@
 // results go back to it, write tools become proposals; at most MAX_TOOL_STEPS rounds, then the turn ends in text.
 import type { NewAction } from '../db/chat.ts';
 import type { Finish, LanguageModel, ModelRequest, ModelTurn, ToolResult } from '../llm/model.ts';
-import type { RunTool, ToolTurn } from './tools.ts';
+import type { ToolTurn } from './tool.ts';
+import type { RunTool } from './tool-runner.ts';
 
 /** Rounds of tool calls whose results go back to the model in one turn. */
 export const MAX_TOOL_STEPS = 5;

@@ -2,8 +2,9 @@
 // assistant's proposals, which only their user can run (confirm) or dismiss (reject).
 import type { Conversation } from '../chat/conversation.ts';
 import { streamReply } from '../chat/reply-stream.ts';
+import type { ToolTurn } from '../chat/tool.ts';
+import { ACTION_KINDS, proposingTool } from '../chat/tools.ts';
 import type { ChatAction, ChatRepository } from '../db/chat.ts';
-import type { ActionKind } from '../domain/chat.ts';
 import type { AuthUser } from '../domain/auth-user.ts';
 import type { Clock } from '../domain/clock.ts';
 import { AppError } from '../domain/errors.ts';
@@ -39,8 +40,8 @@ export interface ChatDeps {
   run: RunOperation;
 }
 
-/** The direct operation each kind of proposal runs when confirmed. */
-const OPERATION_OF: Record<ActionKind, string> = { save_segment: 'segments.create', draft_campaign: 'campaigns.generate' };
+/** What confirming runs, in words: "`save_segment` as segments.create, …", from the write tools themselves. */
+const CONFIRM_RUNS = ACTION_KINDS.map((kind) => `\`${kind}\` as ${proposingTool(kind).operationId}`).join(', ');
 
 /** A proposal as the API shows it, without the stored result. */
 const shown = ({ result: _, ...action }: ChatAction & { result?: unknown }): ChatAction => action;
@@ -54,6 +55,9 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
    * waits for the first and answers the same, or runs it itself when the first one's client leaves.
    */
   const confirming = new Map<string, { answer: Promise<{ action: ChatAction; result: unknown }>; signal: AbortSignal }>();
+
+  /** A turn's tools run the route table's operations as the user, on behalf of this request. */
+  const toolTurn = (user: AuthUser, ctx: Context): ToolTurn => ({ signal: ctx.signal, run: (operationId, input) => run(operationId, { ...input, user, ctx }) });
 
   const createThread = operation({
     operationId: 'chat.threads.create',
@@ -129,7 +133,7 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
       const thread = chats.getThread(user.id, params.id);
       const request = conversation.request(thread.id, body.content, ctx.signal);
       const ignore = async () => true;
-      const turn = await conversation.turn(request, { user, ctx }, { text: ignore, proposal: ignore });
+      const turn = await conversation.turn(request, toolTurn(user, ctx), { text: ignore, proposal: ignore });
       if (!turn) throw ctx.signal.reason;
       const reply = conversation.settle(turn);
       const [userMessage, assistantMessage] = chats.addMessages(
@@ -169,7 +173,7 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
         logger,
         threadId: thread.id,
         userMessageId: userMessage!.id,
-        turn: (out) => conversation.turn(request, { user, ctx }, out),
+        turn: (out) => conversation.turn(request, toolTurn(user, ctx), out),
         store: (turn) => chats.addMessages(user.id, thread.id, [{ role: 'assistant', ...conversation.settle(turn), model: model.model }], clock())[0]!,
       });
       return STREAMED;
@@ -179,7 +183,7 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
   const confirmAction = operation({
     operationId: 'chat.actions.confirm',
     summary:
-      'Run a proposal of the assistant as yourself: `save_segment` as segments.create, `draft_campaign` as campaigns.generate, with their validation, roles and limits. ' +
+      `Run a proposal of the assistant as yourself: ${CONFIRM_RUNS}, with their validation, roles and limits. ` +
       'Answers the proposal (now `confirmed`, with `resultId`) and what the operation answered; confirming again answers the same and makes nothing more.',
     description: `${NOT_YOURS} A rejected proposal cannot be confirmed (409). A failure (the segment deleted meanwhile, the rate limit, the model) leaves it proposed.`,
     tag: 'chat',
@@ -206,7 +210,7 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
   /** Runs a proposal's operation as the user and stores what it answered; a confirm meanwhile waits for it. */
   async function confirmNow(threadId: string, action: ChatAction, user: AuthUser, ctx: Context) {
     const answer = (async () => {
-      const result = (await run(OPERATION_OF[action.kind], { user, body: action.input, ctx })) as { id: string };
+      const result = (await run(proposingTool(action.kind).operationId, { user, body: action.input, ctx })) as { id: string };
       const settled = chats.settleAction(user.id, threadId, action.id, { status: 'confirmed', result, resultId: result.id }, clock());
       return { action: shown(settled), result: settled.result };
     })();
