@@ -4,11 +4,32 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { dirname } from 'node:path';
 import { LOG_LEVELS, type LogLevel } from './http/logger.ts';
 
+/** Who writes the replies: a Chat Completions server, the Anthropic Messages API, or the built-in local generator. */
 export type LlmProvider = 'openai' | 'anthropic' | 'local';
 /** How an OpenAI-compatible server is asked for JSON: a strict schema, any JSON object, or only by the prompt. */
 export type LlmJsonMode = 'json_schema' | 'json_object' | 'none';
 /** The name of the reply-length bound an OpenAI-compatible server is sent. */
 export type TokenParameter = 'max_tokens' | 'max_completion_tokens';
+
+/** The LLM_* settings: which provider, how to reach it, and how hard to try. src/llm/ derives its providers' settings from it. */
+export interface LlmSettings {
+  provider: LlmProvider;
+  /** Ends before `/chat/completions` or `/messages`, for example `https://api.openai.com/v1`. */
+  baseUrl: string | undefined;
+  apiKey: string | undefined;
+  /** Always set for `openai` and `anthropic`; the local generator needs none. */
+  model: string | undefined;
+  jsonMode: LlmJsonMode;
+  /** Bound on one reply's tokens, reasoning included. */
+  maxTokens: number;
+  /** OpenAI-compatible servers: unset, `max_completion_tokens` for api.openai.com and `max_tokens` elsewhere. */
+  tokenParameter: TokenParameter | undefined;
+  /** An attempt fails after this long without a single byte from the provider. */
+  timeoutMs: number;
+  maxRetries: number;
+  /** One call, its retries and waits included, ends after this long. */
+  maxDurationMs: number;
+}
 
 export interface Config {
   port: number;
@@ -18,23 +39,7 @@ export interface Config {
   tokenSecret: Buffer;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
-  llm: {
-    provider: LlmProvider;
-    baseUrl: string | undefined;
-    apiKey: string | undefined;
-    /** Always set for `openai` and `anthropic`; the local generator needs none. */
-    model: string | undefined;
-    jsonMode: LlmJsonMode;
-    /** Bound on one reply's tokens, reasoning included. */
-    maxTokens: number;
-    /** OpenAI-compatible servers: unset, `max_completion_tokens` for api.openai.com and `max_tokens` elsewhere. */
-    tokenParameter: TokenParameter | undefined;
-    /** An attempt fails after this long without a single byte from the provider. */
-    timeoutMs: number;
-    maxRetries: number;
-    /** One call, its retries and waits included, ends after this long. */
-    maxDurationMs: number;
-  };
+  llm: LlmSettings;
   corsOrigins: string[];
   logLevel: LogLevel;
   /** The largest CSV file an import job takes, in bytes. */

@@ -26,10 +26,6 @@ export interface FieldError {
 
 export interface AppErrorExtra {
   errors?: FieldError[];
-  /** How long the client should wait before trying again (sent as `Retry-After`). */
-  retryAfterSeconds?: number;
-  /** The methods a path allows (sent as `Allow`). */
-  allow?: readonly string[];
   /** What went wrong underneath, for the log only; never sent to the client. */
   cause?: unknown;
 }

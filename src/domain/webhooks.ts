@@ -8,5 +8,8 @@ export type EventType = (typeof EVENT_TYPES)[number] | 'webhook.test';
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
+/** The User-Agent of every delivery: it names the service. */
+export const USER_AGENT = 'campaign-drafting-service-webhooks/1.0';
+
 /** How long the secret before a rotation keeps signing beside the new one. */
 export const PREVIOUS_SECRET_MS = 24 * 3_600_000;

@@ -1,7 +1,7 @@
 // A cap on requests running at once, per signed-in user and over the whole service: for long-lived answers such as
 // reply streams, where a rate per minute says nothing about how many are open.
-import { AppError } from '../domain/errors.ts';
 import type { Guard } from './operation.ts';
+import { HttpError } from './problem.ts';
 
 /** Seconds a refused client is asked to wait: a slot frees when one of its answers ends, which we cannot foretell. */
 const RETRY_AFTER_SECONDS = 1;
@@ -20,10 +20,10 @@ export function concurrentPerUser({ perUser, total, what }: { perUser: number; t
       const key = ctx.user!.id;
       const mine = held.get(key) ?? 0;
       if (mine >= perUser) {
-        throw new AppError('rate_limited', `${what}: at most ${perUser} at once per user; wait for one to finish.`, { retryAfterSeconds: RETRY_AFTER_SECONDS });
+        throw new HttpError('rate_limited', `${what}: at most ${perUser} at once per user; wait for one to finish.`, { retryAfterSeconds: RETRY_AFTER_SECONDS });
       }
       if (all >= total) {
-        throw new AppError('rate_limited', `${what}: the service has ${total} open; try again shortly.`, { retryAfterSeconds: RETRY_AFTER_SECONDS });
+        throw new HttpError('rate_limited', `${what}: the service has ${total} open; try again shortly.`, { retryAfterSeconds: RETRY_AFTER_SECONDS });
       }
       held.set(key, mine + 1);
       all++;

@@ -1,7 +1,7 @@
 // The `webhooks` of the OpenAPI document: the POST the service sends for each event type, its headers and body.
 import type * as v from 'valibot';
 import { WEBHOOK_EVENTS } from '../schemas/webhooks.ts';
-import { USER_AGENT } from '../webhooks/index.ts';
+import { USER_AGENT } from '../domain/webhooks.ts';
 
 type JsonSchema = Record<string, unknown>;
 

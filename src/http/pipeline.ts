@@ -7,6 +7,7 @@ import { checkMediaType, readJsonBody } from './body.ts';
 import { compose, type Middleware } from './chain.ts';
 import type { Context } from './context.ts';
 import { Accepted, STREAMED, type Route } from './operation.ts';
+import { HttpError } from './problem.ts';
 import type { Router } from './router.ts';
 import { parseBody, parseInput, queryObject } from './validate.ts';
 
@@ -16,7 +17,7 @@ export function routeRequest(router: Router<Route>): Middleware<Context> {
     const found = router.lookup(ctx.method, ctx.path);
     if (found.kind === 'not_found') throw new AppError('not_found', `No endpoint at ${ctx.path}.`);
     if (found.kind === 'method_not_allowed') {
-      throw new AppError('method_not_allowed', `${ctx.method} is not allowed here; use ${found.allow.join(', ')}.`, { allow: found.allow });
+      throw new HttpError('method_not_allowed', `${ctx.method} is not allowed here; use ${found.allow.join(', ')}.`, { allow: found.allow });
     }
     ctx.route = found.match.route;
     ctx.params = found.match.params;

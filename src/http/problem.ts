@@ -1,4 +1,5 @@
-// The one place that knows which error code means which HTTP status, and the problem document shape.
+// The one place that knows which error code means which HTTP status, the problem document shape, and the headers
+// some problems carry.
 import { AppError, type ErrorCode, type FieldError } from '../domain/errors.ts';
 
 export const PROBLEMS: Record<ErrorCode, { status: number; title: string }> = {
@@ -26,6 +27,34 @@ export interface Problem {
   code: ErrorCode;
   traceId: string;
   errors?: FieldError[];
+}
+
+/** What only an HTTP answer carries beside its problem document. */
+export interface ProblemHeaders {
+  /** How long the client should wait before trying again (sent as `Retry-After`). */
+  retryAfterSeconds?: number;
+  /** The methods a path allows (sent as `Allow`). */
+  allow?: readonly string[];
+}
+
+/** An AppError the HTTP layer throws when its answer needs headers too (`Retry-After`, `Allow`); code below HTTP throws AppError. */
+export class HttpError extends AppError {
+  readonly headers: ProblemHeaders;
+
+  constructor(code: ErrorCode, detail: string, headers: ProblemHeaders) {
+    super(code, detail);
+    this.headers = headers;
+  }
+}
+
+/** Returns the response headers `error` asks for beside its problem document; none for anything but an HttpError. */
+export function problemHeaders(error: unknown): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (!(error instanceof HttpError)) return headers;
+  const { retryAfterSeconds, allow } = error.headers;
+  if (retryAfterSeconds !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfterSeconds)));
+  if (allow) headers.allow = allow.join(', ');
+  return headers;
 }
 
 /** Returns the RFC 9457 problem document for any thrown value; unknown errors become a generic `internal_error`. */

@@ -1,14 +1,14 @@
 // Rate limits a route can carry: calls per signed-in user, and failures per key (sign-in).
 import type { Clock } from '../domain/clock.ts';
-import { AppError } from '../domain/errors.ts';
 import type { SlidingWindowLimiter } from '../domain/rate-limiter.ts';
 import type { Context } from './context.ts';
 import type { Guard } from './operation.ts';
+import { HttpError } from './problem.ts';
 
 const RATE_LIMITED = ['rate_limited'] as const;
 
-function refuse(wait: number, what: string): AppError {
-  return new AppError('rate_limited', `${what}; try again in ${wait} second${wait === 1 ? '' : 's'}.`, { retryAfterSeconds: wait });
+function refuse(wait: number, what: string): HttpError {
+  return new HttpError('rate_limited', `${what}; try again in ${wait} second${wait === 1 ? '' : 's'}.`, { retryAfterSeconds: wait });
 }
 
 /** Returns a guard allowing each signed-in user the limiter's number of calls per window, shared by every route carrying it. */

@@ -1,8 +1,7 @@
 // Writing replies and problem documents: the only code that writes a JSON response.
 import type { ServerResponse } from 'node:http';
-import { AppError } from '../domain/errors.ts';
 import type { Reply } from './context.ts';
-import { toProblem, type Problem } from './problem.ts';
+import { problemHeaders, toProblem, type Problem } from './problem.ts';
 
 /** Sends the reply: its JSON body (or the stored bytes of a replay, or a file's bytes) with its status and headers. */
 export function sendReply(res: ServerResponse, reply: Reply, contentType = 'application/json'): void {
@@ -29,10 +28,7 @@ export function sendProblem(res: ServerResponse, error: unknown, traceId: string
     res.destroy(); // a streamed response failed midway: the client sees a cut connection, not a half-written body
     return problem;
   }
-  const headers: Record<string, string> = {};
-  const extra = error instanceof AppError ? error.extra : {};
-  if (extra.retryAfterSeconds !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil(extra.retryAfterSeconds)));
-  if (extra.allow) headers.allow = extra.allow.join(', ');
+  const headers = problemHeaders(error);
   // The rest of an oversized body is discarded, not read: the connection cannot be reused after it.
   if (problem.code === 'payload_too_large') headers.connection = 'close';
   sendReply(res, { status: problem.status, headers, body: problem }, 'application/problem+json');

@@ -2,7 +2,7 @@
 // feature's own tools are read in anthropic-tools.ts.
 import { AppError } from '../domain/errors.ts';
 import { anthropicMessages, anthropicTools, StreamedToolUses, wholeToolUses } from './anthropic-tools.ts';
-import type { FinishReason, LanguageModel, ModelRequest } from './model.ts';
+import type { FinishReason, LanguageModel, ModelRequest, ProviderSettings } from './model.ts';
 import { checkRequest, collectReply } from './model.ts';
 import { at, errorFacts, errorReason, postStream, type ProviderDeps, type WireFormat, type WirePart } from './provider-request.ts';
 import { AttemptFailed } from './retry.ts';
@@ -11,20 +11,8 @@ import type { SseEvent } from './sse.ts';
 /** The API version every request names; the wire format read here is this version's. */
 export const ANTHROPIC_VERSION = '2023-06-01';
 
-/** The llm configuration the Messages API needs, the model name required. */
-export interface AnthropicSettings {
-  /** Ends before `/messages`, for example `https://api.anthropic.com/v1`. */
-  baseUrl: string;
-  apiKey: string | undefined;
-  model: string;
-  maxTokens: number;
-  timeoutMs: number;
-  maxRetries: number;
-  maxDurationMs: number;
-}
-
 /** Returns a language model that POSTs to `{baseUrl}/messages`; its calls throw as `LanguageModel` says. */
-export function createAnthropicModel(settings: AnthropicSettings, deps: ProviderDeps): LanguageModel {
+export function createAnthropicModel(settings: ProviderSettings, deps: ProviderDeps): LanguageModel {
   const endpoint = {
     provider: 'anthropic',
     url: `${settings.baseUrl}/messages`,
@@ -52,7 +40,7 @@ export function createAnthropicModel(settings: AnthropicSettings, deps: Provider
   return model;
 }
 
-function requestBody(settings: AnthropicSettings, request: ModelRequest): Record<string, unknown> {
+function requestBody(settings: ProviderSettings, request: ModelRequest): Record<string, unknown> {
   const json = request.json;
   return {
     model: settings.model,

@@ -1,6 +1,8 @@
 // The one interface features speak to a language model through. Nothing outside src/llm/ sees a wire format.
+import type { LlmProvider, LlmSettings } from '../config.ts';
 
-export type LlmProvider = 'openai' | 'anthropic' | 'local';
+/** The LLM_* settings a network provider needs: its base URL and model name required (loadConfig checks both). */
+export type ProviderSettings = Omit<LlmSettings, 'provider' | 'baseUrl' | 'model'> & { baseUrl: string; model: string };
 
 /** A tool the model may call. The feature runs it (or proposes it) and answers with a ToolResult. */
 export interface ToolSpec {

@@ -5,27 +5,12 @@
 import type { LlmJsonMode, TokenParameter } from '../config.ts';
 import { AppError } from '../domain/errors.ts';
 import type { Logger } from '../http/logger.ts';
-import type { FinishReason, LanguageModel, ModelRequest } from './model.ts';
+import type { FinishReason, LanguageModel, ModelRequest, ProviderSettings } from './model.ts';
 import { checkRequest, collectReply } from './model.ts';
 import { openAiMessages, openAiTools, StreamedToolCalls, wholeToolCalls } from './openai-tools.ts';
 import { at, errorFacts, errorReason, postStream, type ProviderDeps, type WireFormat, type WirePart } from './provider-request.ts';
 import { AttemptFailed } from './retry.ts';
 import type { SseEvent } from './sse.ts';
-
-/** The llm configuration an OpenAI-compatible server needs, the model name required. */
-export interface OpenAiSettings {
-  /** Ends before `/chat/completions`, for example `https://api.openai.com/v1`. */
-  baseUrl: string;
-  apiKey: string | undefined;
-  model: string;
-  jsonMode: LlmJsonMode;
-  maxTokens: number;
-  /** LLM_TOKEN_PARAMETER; unset, it follows from the host (see `defaultTokenParameter`). */
-  tokenParameter: TokenParameter | undefined;
-  timeoutMs: number;
-  maxRetries: number;
-  maxDurationMs: number;
-}
 
 /** OpenAI's own API refuses `max_tokens` for its reasoning models; other servers mostly know only `max_tokens`. */
 export function defaultTokenParameter(baseUrl: string): TokenParameter {
@@ -33,7 +18,7 @@ export function defaultTokenParameter(baseUrl: string): TokenParameter {
 }
 
 /** Returns a language model that POSTs to `{baseUrl}/chat/completions`; its calls throw as `LanguageModel` says. */
-export function createOpenAiModel(settings: OpenAiSettings, deps: ProviderDeps): LanguageModel {
+export function createOpenAiModel(settings: ProviderSettings, deps: ProviderDeps): LanguageModel {
   const endpoint = {
     provider: 'openai',
     url: `${settings.baseUrl}/chat/completions`,
@@ -83,7 +68,7 @@ export function createOpenAiModel(settings: OpenAiSettings, deps: ProviderDeps):
   return model;
 }
 
-function requestBody(settings: OpenAiSettings, tokenParameter: TokenParameter, request: ModelRequest): Record<string, unknown> {
+function requestBody(settings: ProviderSettings, tokenParameter: TokenParameter, request: ModelRequest): Record<string, unknown> {
   return {
     model: settings.model,
     messages: [{ role: 'system', content: request.system }, ...openAiMessages(request.messages)],

@@ -1,7 +1,7 @@
 // Schemas of campaigns, their generation, edits, review moves, list query and trail.
 import * as v from 'valibot';
 import { CAMPAIGN_STATUSES, CHANNEL_LIMITS, CHANNELS, TONES, VERSION_SOURCES, type Channel as ChannelName } from '../domain/campaigns.ts';
-import { Counter, MAX_COUNTER, nonBlankPattern, Timestamp, TrimmedText } from './common.ts';
+import { Counter, MAX_COUNTER, nonBlankPattern, Page, PositiveParam, Timestamp, TrimmedText } from './common.ts';
 import { StoredCondition } from './segments.ts';
 
 const oneOf = <T extends readonly string[]>(values: T) => v.picklist(values, `Must be one of ${values.join(', ')}.`);
@@ -75,15 +75,12 @@ export const StatusChange = v.object({
   note: v.optional(TrimmedText(1, 1000)),
 });
 
-const positive = (max: number, fallback: number) =>
-  v.optional(v.pipe(v.number(), v.integer('Must be a whole number.'), v.minValue(1, 'Must be at least 1.'), v.maxValue(max, `Must be at most ${max}.`)), fallback);
-
 export const CampaignListQuery = v.object({
   status: v.optional(CampaignStatus),
   channel: v.optional(Channel),
   segmentId: v.optional(v.pipe(v.string(), v.minLength(1, 'Must not be empty.'), v.maxLength(200, 'Must be at most 200 characters.'))),
-  page: positive(MAX_COUNTER, 1),
-  limit: positive(200, 50),
+  page: PositiveParam(MAX_COUNTER, 1),
+  limit: PositiveParam(200, 50),
 });
 
 export const Campaign = v.strictObject({
@@ -111,12 +108,7 @@ export const CampaignAudience = v.strictObject({
   sizeNow: v.pipe(Counter, v.description('How many customers match the frozen conditions now.')),
 });
 
-export const CampaignPage = v.object({
-  items: v.array(Campaign),
-  total: Counter,
-  page: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  limit: v.pipe(v.number(), v.integer(), v.minValue(1)),
-});
+export const CampaignPage = Page(Campaign);
 
 export const CampaignEventList = v.array(
   v.object({

@@ -3,7 +3,7 @@ import * as v from 'valibot';
 import { ACTION_KINDS, ACTION_STATUSES, MESSAGE_ROLES } from '../domain/chat.ts';
 import { Campaign, GenerateRequest } from './campaigns.ts';
 import { Segment, SegmentRequest } from './segments.ts';
-import { Counter, MAX_COUNTER, nonBlankPattern, Timestamp, TrimmedText } from './common.ts';
+import { Counter, MAX_COUNTER, nonBlankPattern, Page, PositiveParam, Timestamp, TrimmedText } from './common.ts';
 
 /** Longest message a user may send, after trimming. */
 export const MAX_MESSAGE_LENGTH = 8000;
@@ -25,12 +25,9 @@ export const MessageInput = v.object({
   ),
 });
 
-const positive = (max: number, fallback: number) =>
-  v.optional(v.pipe(v.number(), v.integer('Must be a whole number.'), v.minValue(1, 'Must be at least 1.'), v.maxValue(max, `Must be at most ${max}.`)), fallback);
-
 export const ThreadListQuery = v.object({
-  page: positive(MAX_COUNTER, 1),
-  limit: positive(200, 50),
+  page: PositiveParam(MAX_COUNTER, 1),
+  limit: PositiveParam(200, 50),
 });
 
 export const Thread = v.strictObject({
@@ -41,12 +38,7 @@ export const Thread = v.strictObject({
   updatedAt: v.pipe(Timestamp, v.description('Moves with every stored message.')),
 });
 
-export const ThreadPage = v.object({
-  items: v.array(Thread),
-  total: Counter,
-  page: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  limit: v.pipe(v.number(), v.integer(), v.minValue(1)),
-});
+export const ThreadPage = Page(Thread);
 
 /** A proposal of the assistant: the input is the body of the operation a confirm runs. */
 export const ChatAction = v.pipe(

@@ -43,6 +43,20 @@ export function TrimmedText(min: number, max: number) {
 
 export const Counter = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(MAX_COUNTER));
 
+/** A `page` or `limit` query parameter: a whole number from 1 to `max`, `fallback` when absent. */
+export const PositiveParam = (max: number, fallback: number) =>
+  v.optional(v.pipe(v.number(), v.integer('Must be a whole number.'), v.minValue(1, 'Must be at least 1.'), v.maxValue(max, `Must be at most ${max}.`)), fallback);
+
+/** Returns the schema of one page of a list: its items, the count over all pages, and the page and limit it answers. */
+export function Page<TItem extends v.GenericSchema>(item: TItem) {
+  return v.object({
+    items: v.array(item),
+    total: Counter,
+    page: v.pipe(v.number(), v.integer(), v.minValue(1)),
+    limit: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  });
+}
+
 export const Timestamp = v.pipe(v.string(), v.minLength(1), v.metadata({ format: 'date-time' }), v.description('ISO 8601 UTC, as 2026-09-30T00:00:00.000Z'));
 
 /** A path `{id}`: opaque, never validated beyond being present. */

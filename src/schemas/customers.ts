@@ -2,7 +2,7 @@
 import * as v from 'valibot';
 import type { Clock } from '../domain/clock.ts';
 import { CUSTOMER_SORTS, CUSTOMER_STATUSES, DAY_MS, parseIsoDate, toCents } from '../domain/customers.ts';
-import { Counter, Email, MAX_COUNTER, Timestamp, TrimmedText } from './common.ts';
+import { Counter, Email, MAX_COUNTER, Page, PositiveParam, Timestamp, TrimmedText } from './common.ts';
 
 export const CustomerStatus = v.picklist(CUSTOMER_STATUSES, `Must be one of ${CUSTOMER_STATUSES.join(', ')}.`);
 
@@ -73,25 +73,17 @@ export const Customer = v.strictObject({
   status: CustomerStatus,
 });
 
-const positive = (max: number, fallback: number) =>
-  v.optional(v.pipe(v.number(), v.integer('Must be a whole number.'), v.minValue(1, 'Must be at least 1.'), v.maxValue(max, `Must be at most ${max}.`)), fallback);
-
 export const CustomerListQuery = v.object({
   search: v.optional(v.pipe(v.string(), v.maxLength(200, 'Must be at most 200 characters.'), v.trim()), ''),
   status: v.optional(v.picklist([...CUSTOMER_STATUSES, 'all'], 'Must be one of active, inactive, churned, all.'), 'all'),
   country: v.optional(v.pipe(v.string(), v.maxLength(80, 'Must be at most 80 characters.'), v.trim()), ''),
   sort: v.optional(v.picklist(CUSTOMER_SORTS, `Must be one of ${CUSTOMER_SORTS.join(', ')}.`), 'lastActivityDate'),
   direction: v.optional(v.picklist(['asc', 'desc'], 'Must be asc or desc.'), 'desc'),
-  page: positive(MAX_COUNTER, 1),
-  limit: positive(200, 50),
+  page: PositiveParam(MAX_COUNTER, 1),
+  limit: PositiveParam(200, 50),
 });
 
-export const CustomerPage = v.object({
-  items: v.array(Customer),
-  total: Counter,
-  page: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  limit: v.pipe(v.number(), v.integer(), v.minValue(1)),
-});
+export const CustomerPage = Page(Customer);
 
 export const OnExisting = v.pipe(
   v.picklist(['skip', 'update'], 'Must be skip or update.'),
@@ -190,7 +182,7 @@ export const Health = v.object({
   staleActives: Counter,
 });
 
-export const TopQuery = v.object({ limit: positive(25, 5) });
+export const TopQuery = v.object({ limit: PositiveParam(25, 5) });
 
 export const TopCustomers = v.object({
   totalValue: Money2,

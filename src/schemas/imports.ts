@@ -1,7 +1,7 @@
 // Schemas of CSV import jobs: the upload's query, a job, pages of jobs, and the preview of a file.
 import * as v from 'valibot';
-import { CSV_FIELDS, IMPORT_JOB_STATUSES, PREVIEW_BYTES, PREVIEW_RECORDS, type ColumnMapping } from '../customers/index.ts';
-import { Counter, Email, MAX_COUNTER, Timestamp, TrimmedText } from './common.ts';
+import { CSV_FIELDS, IMPORT_JOB_STATUSES, PREVIEW_BYTES, PREVIEW_RECORDS, type ColumnMapping } from '../domain/imports.ts';
+import { Counter, Email, MAX_COUNTER, Page, PositiveParam, Timestamp, TrimmedText } from './common.ts';
 import { CustomerStatus, OnExisting } from './customers.ts';
 
 const COLUMNS_RULE = `a JSON object from header names (trimmed, without case) to field names (${CSV_FIELDS.join(', ')}) or null`;
@@ -102,17 +102,9 @@ export const ImportJob = v.strictObject({
   createdBy: v.pipe(v.string(), v.description('The id of the user who uploaded the file.')),
 });
 
-const positive = (max: number, fallback: number) =>
-  v.optional(v.pipe(v.number(), v.integer('Must be a whole number.'), v.minValue(1, 'Must be at least 1.'), v.maxValue(max, `Must be at most ${max}.`)), fallback);
-
 /** The body of failures.csv, for the route table; the document describes the file by its media type. */
 export const FailuresCsv = v.pipe(v.string(), v.description('line,email,reason'));
 
-export const ImportJobListQuery = v.object({ page: positive(MAX_COUNTER, 1), limit: positive(200, 20) });
+export const ImportJobListQuery = v.object({ page: PositiveParam(MAX_COUNTER, 1), limit: PositiveParam(200, 20) });
 
-export const ImportJobPage = v.object({
-  items: v.array(ImportJob),
-  total: Counter,
-  page: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  limit: v.pipe(v.number(), v.integer(), v.minValue(1)),
-});
+export const ImportJobPage = Page(ImportJob);

@@ -2,7 +2,7 @@
 import * as v from 'valibot';
 import { DELIVERY_STATUSES, EVENT_TYPES } from '../domain/webhooks.ts';
 import { Campaign, CampaignAudience, CampaignStatus } from './campaigns.ts';
-import { Counter, MAX_COUNTER, Timestamp, TrimmedText } from './common.ts';
+import { Counter, MAX_COUNTER, Page, PositiveParam, Timestamp, TrimmedText } from './common.ts';
 import { ImportJob } from './imports.ts';
 
 const EventTypeName = v.picklist(EVENT_TYPES, `Must be one of ${EVENT_TYPES.join(', ')}.`);
@@ -92,17 +92,9 @@ export const Delivery = v.strictObject({
   nextAttemptAt: v.optional(v.pipe(Timestamp, v.description('While pending: when the next attempt is due.'))),
 });
 
-const positive = (max: number, fallback: number) =>
-  v.optional(v.pipe(v.number(), v.integer('Must be a whole number.'), v.minValue(1, 'Must be at least 1.'), v.maxValue(max, `Must be at most ${max}.`)), fallback);
+export const DeliveryListQuery = v.object({ page: PositiveParam(MAX_COUNTER, 1), limit: PositiveParam(200, 50) });
 
-export const DeliveryListQuery = v.object({ page: positive(MAX_COUNTER, 1), limit: positive(200, 50) });
-
-export const DeliveryPage = v.object({
-  items: v.array(Delivery),
-  total: Counter,
-  page: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  limit: v.pipe(v.number(), v.integer(), v.minValue(1)),
-});
+export const DeliveryPage = Page(Delivery);
 
 /** Who made a change: the user's id, and their full name when the user is known. */
 const Actor = v.strictObject({ id: v.string(), fullName: v.optional(v.string()) });

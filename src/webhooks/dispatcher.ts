@@ -1,6 +1,7 @@
 // The dispatcher: sends the outbox's pending deliveries when they are due, a few at once, and records each attempt.
 // Everything it knows is in the tables, so a restart resumes where a crash left off (at least once, never lost).
 import type { Clock } from '../domain/clock.ts';
+import { USER_AGENT } from '../domain/webhooks.ts';
 import type { AttemptResult, DeliveryRepository, DueDelivery } from '../db/webhook-deliveries.ts';
 import type { WebhookRepository } from '../db/webhooks.ts';
 import type { Logger } from '../http/logger.ts';
@@ -14,9 +15,6 @@ const MAX_PER_ENDPOINT = 4;
 const MAX_SLEEP_MS = 1_000;
 /** After an unexpected failure of its own (the database busy), it tries again this much later. */
 const RECOVERY_MS = 1_000;
-
-/** The User-Agent of every delivery: it names the service. */
-export const USER_AGENT = 'campaign-drafting-service-webhooks/1.0';
 
 export interface DispatcherOptions {
   webhooks: WebhookRepository;

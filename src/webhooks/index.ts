@@ -16,7 +16,6 @@ import { createOutbox, type Outbox } from './outbox.ts';
 import { newSigningSecret } from './signing.ts';
 
 export type { Outbox } from './outbox.ts';
-export { USER_AGENT } from './dispatcher.ts';
 
 export interface WebhooksOptions {
   clock: Clock;

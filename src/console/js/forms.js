@@ -1,6 +1,7 @@
 // @ts-check
-// Labelled form fields with a place for their error, modal dialogs, confirmations and short notices.
+// Labelled form fields with a place for their error, submitting a form, modal dialogs, confirmations and short notices.
 import { h, uid } from './dom.js';
+import { clearFormErrors, showFormError } from './problems.js';
 
 /**
  * A labelled field: the control gets an id, its label, a hint and an error slot it is described by.
@@ -38,6 +39,29 @@ export function select(attrs, options, selected) {
 /** The box a form's overall error goes in; filled by showFormError. */
 export function formError() {
   return h('div', { class: 'alert form-error', role: 'alert', hidden: true });
+}
+
+/**
+ * Makes submitting `form` run `send`, its errors cleared and `button` disabled meanwhile. A failure is shown on the
+ * form through `explain` (which may move an error onto a field) and enables the button again; after a success the
+ * button stays disabled, since the caller closes or redraws the form.
+ * @param {HTMLElement} form
+ * @param {HTMLButtonElement} button
+ * @param {() => Promise<void>} send
+ * @param {(error: unknown) => unknown} [explain]
+ */
+export function submitForm(form, button, send, explain = (error) => error) {
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    clearFormErrors(form);
+    button.disabled = true;
+    try {
+      await send();
+    } catch (error) {
+      showFormError(form, explain(error));
+      button.disabled = false;
+    }
+  });
 }
 
 /**

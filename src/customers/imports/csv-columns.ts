@@ -3,10 +3,9 @@
 // takes, so one check serves both imports.
 import { parse } from 'csv-parse/sync';
 import { invalidField } from '../../domain/errors.ts';
+import { CSV_FIELDS, type ColumnMapping, type CsvField } from '../../domain/imports.ts';
 
-/** The customer fields a CSV column can hold. */
-export const CSV_FIELDS = ['name', 'email', 'country', 'totalTransactions', 'totalAmountSpent', 'lastActivityDate', 'status'] as const;
-export type CsvField = (typeof CSV_FIELDS)[number];
+export type { ColumnMapping, CsvField };
 
 /** Each field's column index in the file. */
 export type ColumnMap = Partial<Record<CsvField, number>>;
@@ -39,13 +38,6 @@ const ALIASES: ReadonlyMap<string, CsvField> = new Map([
   ['lastactivityat', 'lastActivityDate'],
   ['status', 'status'],
 ]);
-
-/**
- * What a client says of some header names, keyed as it wrote them (no two the same header, see `sameHeader`): the
- * field each holds, or null for a column to ignore. Applied before the built-in names and aliases. A Map, so any
- * name (even "__proto__") is an ordinary key.
- */
-export type ColumnMapping = ReadonlyMap<string, CsvField | null>;
 
 /** Returns the phrase naming `columns` keys the header lacks: each quoted as written (trimmed), or "an empty name". */
 function missingNames(written: readonly string[]): string {

@@ -5,17 +5,13 @@ import { parse, type Options } from 'csv-parse/sync';
 import type { Clock } from '../../domain/clock.ts';
 import type { AppError } from '../../domain/errors.ts';
 import { customerFields, type Customer } from '../../domain/customers.ts';
+import { PREVIEW_BYTES, PREVIEW_RECORDS } from '../../domain/imports.ts';
 import type { OnExisting } from '../store/writes.ts';
 import { readHeader, rowInput, type ColumnMapping, type CsvField } from './csv-columns.ts';
 import { duplicateReason, repeatedReason, unreadableReason } from './reasons.ts';
 import { recordLines } from './record-lines.ts';
 import { rowChecker } from './row-check.ts';
 import type { SkippedRow } from './job-store.ts';
-
-/** Only this much of the upload is read; a record it cuts is left out. */
-export const PREVIEW_BYTES = 64 * 1024;
-/** Records shown. */
-export const PREVIEW_RECORDS = 10;
 
 /** A record as it would be stored: the customer's fields (no id yet), its line, and whether it updates a stored customer. */
 export type PreviewRow = Omit<Customer, 'id'> & { line: number; existing: boolean };

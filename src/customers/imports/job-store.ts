@@ -3,10 +3,8 @@
 import { AppError } from '../../domain/errors.ts';
 import type { Db } from '../../db/database.ts';
 import type { OnExisting } from '../store/writes.ts';
+import type { ImportJobStatus } from '../../domain/imports.ts';
 import type { ColumnMap } from './csv-columns.ts';
-
-export const IMPORT_JOB_STATUSES = ['running', 'completed', 'failed', 'interrupted'] as const;
-export type ImportJobStatus = (typeof IMPORT_JOB_STATUSES)[number];
 
 /** A job as the API shows it; `fileName` and `finishedAt` only when there are. */
 export interface ImportJob {

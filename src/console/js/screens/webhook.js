@@ -4,9 +4,9 @@
 import * as api from '../endpoints.js';
 import { isAbort } from '../api.js';
 import { emptyState, h, loading, pageHeader, replace } from '../dom.js';
-import { confirmAction, formError, notify } from '../forms.js';
+import { confirmAction, formError, notify, submitForm } from '../forms.js';
 import { count, dateTime, plural, preciseTime } from '../format.js';
-import { clearFormErrors, errorBox, showFormError } from '../problems.js';
+import { errorBox } from '../problems.js';
 import { navigate, urlFor } from '../router.js';
 import { DELIVERY_STATUS_NAMES, onEventsField, secretDialog, webhookFields } from './webhook-parts.js';
 import { deleteWebhook, enabledBadge, setEnabled, webhookPath } from './webhooks.js';
@@ -107,20 +107,17 @@ export function webhookScreen(root, { params, query, signal }) {
     const fields = webhookFields(webhook);
     const save = h('button', { type: 'submit', class: 'button' }, 'Save changes');
     const form = h('form', { class: 'stack', novalidate: true }, formError(), fields.elements, h('div', { class: 'form-actions start' }, save));
-    form.addEventListener('submit', async (event) => {
-      event.preventDefault();
-      clearFormErrors(form);
-      save.disabled = true;
-      const { url, events, description } = fields.read();
-      try {
+    submitForm(
+      form,
+      save,
+      async () => {
+        const { url, events, description } = fields.read();
         webhook = await api.webhooks.update(webhook.id, { url, events, description: description || null });
         notify('Webhook saved.');
         draw();
-      } catch (error) {
-        showFormError(form, onEventsField(error));
-        save.disabled = false;
-      }
-    });
+      },
+      onEventsField,
+    );
     return h(
       'section',
       { class: 'card stack narrow', 'aria-labelledby': 'settings-title' },

@@ -3,9 +3,9 @@
 // shown once), switch it on or off, delete it, or open it for its deliveries.
 import * as api from '../endpoints.js';
 import { emptyState, h, loading, pageHeader, replace } from '../dom.js';
-import { confirmAction, formError, notify, openDialog } from '../forms.js';
+import { confirmAction, formError, notify, openDialog, submitForm } from '../forms.js';
 import { dateTime } from '../format.js';
-import { clearFormErrors, describe, errorBox, showFormError } from '../problems.js';
+import { describe, errorBox } from '../problems.js';
 import { navigate } from '../router.js';
 import { onEventsField, secretDialog, webhookFields } from './webhook-parts.js';
 
@@ -127,18 +127,15 @@ function newWebhookDialog() {
       fields.elements,
       h('div', { class: 'dialog-actions' }, h('button', { type: 'button', class: 'button secondary', onclick: () => close() }, 'Cancel'), save),
     );
-    form.addEventListener('submit', async (event) => {
-      event.preventDefault();
-      clearFormErrors(form);
-      save.disabled = true;
-      const { url, events, description } = fields.read();
-      try {
+    submitForm(
+      form,
+      save,
+      async () => {
+        const { url, events, description } = fields.read();
         close(await api.webhooks.create({ url, events, ...(description ? { description } : {}) }));
-      } catch (error) {
-        showFormError(form, onEventsField(error));
-        save.disabled = false;
-      }
-    });
+      },
+      onEventsField,
+    );
     queueMicrotask(() => fields.focus());
     return form;
   });
