@@ -40,6 +40,7 @@ import { createConversation } from './chat/conversation.ts';
 import { Router } from './http/router.ts';
 import { authOperations } from './routes/auth.ts';
 import { customerOperations } from './routes/customers.ts';
+import { importJobOperations } from './routes/imports.ts';
 import { exportOperations } from './routes/exports.ts';
 import { segmentOperations } from './routes/segments.ts';
 import { systemOperations } from './routes/system.ts';
@@ -108,7 +109,8 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     onEnd: ({ id, status, rowsRead, imported, skipped }) => logger.info('import job ended', { jobId: id, status, rowsRead, imported, skipped }),
     onFinish: webhooks.outbox.importFinished, // customers.import_completed, in the transaction that ends the job
   });
-  const customers = customerOperations({ customers: customerRepository, jobs: importJobs, clock });
+  const customers = customerOperations({ customers: customerRepository, clock });
+  const imports = importJobOperations({ jobs: importJobs });
   const segmentRepository = createSegmentRepository(db);
   const model = createLanguageModel(config.llm, { logger, fetch, sleep, random, now: clock });
   const segments = segmentOperations({ segments: segmentRepository, audience, customers: customerRepository, model, clock });
@@ -159,11 +161,11 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     route('GET', '/v1/customers/health', SIGNED_IN, customers.health),
     route('GET', '/v1/customers/top', SIGNED_IN, customers.top),
     route('POST', '/v1/customers/import', SIGNED_IN, customers.importMany),
-    route('POST', '/v1/customers/imports', SIGNED_IN, customers.importFile),
-    route('POST', '/v1/customers/imports/preview', SIGNED_IN, customers.previewImport),
-    route('GET', '/v1/customers/imports', SIGNED_IN, customers.listImports),
-    route('GET', '/v1/customers/imports/{id}', SIGNED_IN, customers.getImport),
-    route('GET', '/v1/customers/imports/{id}/failures.csv', SIGNED_IN, customers.importFailures),
+    route('POST', '/v1/customers/imports', SIGNED_IN, imports.importFile),
+    route('POST', '/v1/customers/imports/preview', SIGNED_IN, imports.previewImport),
+    route('GET', '/v1/customers/imports', SIGNED_IN, imports.listImports),
+    route('GET', '/v1/customers/imports/{id}', SIGNED_IN, imports.getImport),
+    route('GET', '/v1/customers/imports/{id}/failures.csv', SIGNED_IN, imports.importFailures),
     route('GET', '/v1/customers/{id}', SIGNED_IN, customers.get),
     route('PATCH', '/v1/customers/{id}', SIGNED_IN, customers.update),
     route('DELETE', '/v1/customers/{id}', LEAD_OR_ADMIN, customers.remove),

@@ -1,12 +1,10 @@
-// customers.* operations: list, create, get, update, delete, import, and the live aggregates.
-import type { IncomingMessage } from 'node:http';
-import { duplicateReason, repeatedReason, rowChecker, toRecord, type CustomerRepository, type ImportJobs } from '../customers/index.ts';
+// customers.* operations: list, create, get, update, delete, the JSON import, and the live aggregates.
+import { duplicateReason, repeatedReason, rowChecker, toRecord, type CustomerRepository } from '../customers/index.ts';
 import type { Clock } from '../domain/clock.ts';
 import { activityTrend, customerHealth, customerKpis, topCustomers } from '../domain/customer-summary.ts';
 import type { CustomerRecord } from '../domain/customers.ts';
 import { AppError, type FieldError } from '../domain/errors.ts';
-import { sendCsv } from '../http/csv-download.ts';
-import { Accepted, operation, STREAMED } from '../http/operation.ts';
+import { operation } from '../http/operation.ts';
 import { IdParams, NullBody } from '../schemas/common.ts';
 import {
   Customer,
@@ -24,33 +22,9 @@ import {
   Trend,
   TrendQuery,
 } from '../schemas/customers.ts';
-import {
-  FailuresCsv,
-  ImportJob,
-  ImportJobListQuery,
-  ImportJobPage,
-  ImportPreview,
-  ImportPreviewQuery,
-  ImportUploadQuery,
-  PREVIEW_NOTE,
-} from '../schemas/imports.ts';
-
-/**
- * Discards what the client still sends of a body whose answer needs no more of it, so the connection can carry its
- * next request; past `limit` more bytes the connection is closed instead (the answer is out by then).
- */
-function discardRest(req: IncomingMessage, limit: number): void {
-  if (req.complete) return;
-  let size = 0;
-  req.on('data', (chunk: Buffer) => {
-    size += chunk.length;
-    if (size > limit) req.socket.destroy();
-  });
-  req.resume();
-}
 
 /** Returns the customers operations. */
-export function customerOperations({ customers, jobs, clock }: { customers: CustomerRepository; jobs: ImportJobs; clock: Clock }) {
+export function customerOperations({ customers, clock }: { customers: CustomerRepository; clock: Clock }) {
   const input = CustomerInput(clock);
   const checkRow = rowChecker(clock);
 
@@ -201,101 +175,5 @@ export function customerOperations({ customers, jobs, clock }: { customers: Cust
     },
   });
 
-  const importFile = operation({
-    operationId: 'customers.imports.create',
-    summary: 'Import a CSV file of any size as a job: answered 202 with the job once the file is on disk; follow it at Location.',
-    tag: 'customers',
-    upload: {
-      mediaType: 'text/csv',
-      description:
-        'UTF-8, an optional byte order mark, RFC 4180 quoting, and a header row. Columns are matched to fields by name without case ' +
-        '(aliases: name / full name / full_name, total_amount_spent / total_spent / amount, total_transactions / transactions / orders, ' +
-        'last_activity_date / last_activity), after the `columns` mapping; an email column is required, other columns are ignored and listed. ' +
-        'Rows follow customers.import, onExisting included.',
-    },
-    query: ImportUploadQuery,
-    accepted: true,
-    response: ImportJob,
-    problems: ['payload_too_large', 'unsupported_media_type'],
-    async handle({ query, user, ctx }) {
-      const declared = Number(ctx.req.headers['content-length']);
-      try {
-        const job = await jobs.accept(ctx.req.iterator({ destroyOnReturn: false }), {
-          fileName: query.fileName,
-          declaredBytes: Number.isFinite(declared) ? declared : undefined,
-          createdBy: user.id,
-          columns: query.columns,
-          onExisting: query.onExisting,
-        });
-        return new Accepted(job, `/v1/customers/imports/${job.id}`);
-      } catch (error) {
-        ctx.req.resume(); // the rest of a refused file is discarded, so the client reads the answer
-        throw error;
-      }
-    },
-  });
-
-  const previewImport = operation({
-    operationId: 'customers.imports.preview',
-    summary: 'Look at a CSV file before importing it: how each column will be read, its first records as they would be stored, and their problems.',
-    tag: 'customers',
-    upload: { mediaType: 'text/csv', description: `The same file as for customers.imports.create. ${PREVIEW_NOTE}` },
-    query: ImportPreviewQuery,
-    response: ImportPreview,
-    problems: ['payload_too_large', 'unsupported_media_type'],
-    async handle({ query, ctx }) {
-      const declared = Number(ctx.req.headers['content-length']);
-      try {
-        return await jobs.preview(ctx.req.iterator({ destroyOnReturn: false }), {
-          declaredBytes: Number.isFinite(declared) ? declared : undefined,
-          columns: query.columns,
-          onExisting: query.onExisting,
-        });
-      } finally {
-        discardRest(ctx.req, jobs.maxBytes); // the answer goes out at once; the rest of the file is not looked at
-      }
-    },
-  });
-
-  const listImports = operation({
-    operationId: 'customers.imports.list',
-    summary: 'CSV import jobs, newest first, in pages.',
-    tag: 'customers',
-    query: ImportJobListQuery,
-    response: ImportJobPage,
-    handle({ query }) {
-      return { ...jobs.listJobs(query.page, query.limit), page: query.page, limit: query.limit };
-    },
-  });
-
-  const getImport = operation({
-    operationId: 'customers.imports.get',
-    summary: 'One CSV import job, with its progress.',
-    tag: 'customers',
-    params: IdParams,
-    response: ImportJob,
-    problems: ['not_found'],
-    handle({ params }) {
-      return jobs.getJob(params.id);
-    },
-  });
-
-  const importFailures = operation({
-    operationId: 'customers.imports.failures',
-    summary: 'The rows a CSV import job skipped, as CSV: line, email, reason, in line order.',
-    tag: 'customers',
-    params: IdParams,
-    response: FailuresCsv,
-    download: { mediaType: 'text/csv', description: '`line,email,reason`, one row per skipped row; the header of the file is line 1.' },
-    problems: ['not_found'],
-    async handle({ params, ctx }) {
-      const rows = jobs.skippedRows(params.id);
-      await sendCsv(ctx, `import-${params.id}-failures.csv`, ['line', 'email', 'reason'], (function* () {
-        for (const row of rows) yield [row.line, row.email, row.reason];
-      })());
-      return STREAMED;
-    },
-  });
-
-  return { list, create, get, update, remove, importMany, importFile, previewImport, listImports, getImport, importFailures, kpis, trend, health, top };
+  return { list, create, get, update, remove, importMany, kpis, trend, health, top };
 }
