@@ -17,6 +17,7 @@ import type { AuthUser, Role } from './domain/auth-user.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import { PRODUCTION_PASSWORD_COST, type PasswordCost } from './domain/passwords.ts';
 import { SlidingWindowLimiter } from './domain/rate-limiter.ts';
+import { InMemorySlotPool } from './domain/slot-pool.ts';
 import { compose } from './http/chain.ts';
 import type { Context } from './http/context.ts';
 import { cors } from './http/cors.ts';
@@ -28,6 +29,7 @@ import { parseBody } from './http/validate.ts';
 import { toolRunner } from './chat/tool-runner.ts';
 import { authenticate, authorize, invoke, routeRequest, validate } from './http/pipeline.ts';
 import { idempotentRequests } from './http/idempotency.ts';
+import { LocalInFlightRequests } from './http/in-flight.ts';
 import { consoleFiles, loadConsoleFiles } from './http/static-files.ts';
 import { concurrentPerUser } from './http/concurrency.ts';
 import { callsPerUser, failuresPerKey } from './http/rate-limits.ts';
@@ -135,8 +137,8 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   });
   const chat = chatOperations({ chats: chatRepository, conversation, model, clock, logger, heartbeatMs: config.chat.heartbeatMs, run });
   /** Reply streams open at once, per user and in all. */
-  const openStreams = concurrentPerUser({ perUser: config.chat.streamsPerUser, total: config.chat.streamsTotal, what: 'Too many reply streams open' });
-  const idempotent = idempotentRequests(createIdempotencyKeyRepository(db, randomUUID()), clock);
+  const openStreams = concurrentPerUser({ slots: new InMemorySlotPool(config.chat.streamsPerUser, config.chat.streamsTotal), what: 'Too many reply streams open' });
+  const idempotent = idempotentRequests(createIdempotencyKeyRepository(db, randomUUID()), new LocalInFlightRequests(), clock);
   const system = systemOperations({ db, routes: () => routes, currency: config.currency });
   const hooks = webhookOperations({ webhooks, clock });
 

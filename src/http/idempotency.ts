@@ -5,6 +5,7 @@ import { canonicalJson } from '../domain/canonical-json.ts';
 import type { Clock } from '../domain/clock.ts';
 import { AppError, invalidField } from '../domain/errors.ts';
 import type { Context } from './context.ts';
+import type { InFlightRequests } from './in-flight.ts';
 import type { Guard } from './operation.ts';
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -13,12 +14,9 @@ const HEADER = 'Idempotency-Key';
 /**
  * Returns the guard: keys are scoped to the user and kept `ttlMs`. The same key, path and body (as canonical JSON) replays
  * the stored reply with `Idempotency-Replayed: true`; another body is `conflict`; a duplicate arriving while the first
- * runs waits for it. Only successes are stored, so a retry after a failure runs again.
+ * runs waits for it (`running` says which run). Only successes are stored, so a retry after a failure runs again.
  */
-export function idempotentRequests(keys: IdempotencyKeyRepository, clock: Clock, ttlMs = 24 * 60 * 60 * 1000): Guard {
-  /** Requests running in this process, so a duplicate can wait for the first to settle. */
-  const running = new Map<string, Promise<void>>();
-
+export function idempotentRequests(keys: IdempotencyKeyRepository, running: InFlightRequests, clock: Clock, ttlMs = 24 * 60 * 60 * 1000): Guard {
   const middleware = async (ctx: Context, next: () => Promise<void>): Promise<void> => {
     const header = ctx.req.headers['idempotency-key'];
     if (header === undefined) return next();
@@ -39,13 +37,12 @@ export function idempotentRequests(keys: IdempotencyKeyRepository, clock: Clock,
         return;
       }
       if (claim.kind === 'running') {
-        const first = running.get(slot);
+        const first = running.settled(slot);
         if (first) await first; // settled: look again (a stored reply, or a released key to claim)
         else keys.releaseKey(userId, header); // a marker of ours that nothing runs for: never block the key
         continue;
       }
-      let settle!: () => void;
-      running.set(slot, new Promise<void>((resolve) => (settle = resolve)));
+      const settle = running.begin(slot);
       try {
         await next();
         if (ctx.reply) keys.completeKey(userId, header, ctx.reply.status, JSON.stringify(ctx.reply.body));
@@ -54,7 +51,6 @@ export function idempotentRequests(keys: IdempotencyKeyRepository, clock: Clock,
         keys.releaseKey(userId, header);
         throw error;
       } finally {
-        running.delete(slot);
         settle();
       }
       return;

@@ -1,6 +1,6 @@
 // Rate limits a route can carry: calls per signed-in user, and failures per key (sign-in).
 import type { Clock } from '../domain/clock.ts';
-import type { SlidingWindowLimiter } from '../domain/rate-limiter.ts';
+import type { RateCounter } from '../domain/rate-limiter.ts';
 import type { Context } from './context.ts';
 import type { Guard } from './operation.ts';
 import { HttpError } from './problem.ts';
@@ -11,34 +11,32 @@ function refuse(wait: number, what: string): HttpError {
   return new HttpError('rate_limited', `${what}; try again in ${wait} second${wait === 1 ? '' : 's'}.`, { retryAfterSeconds: wait });
 }
 
-/** Returns a guard allowing each signed-in user the limiter's number of calls per window, shared by every route carrying it. */
-export function callsPerUser(limiter: SlidingWindowLimiter, clock: Clock, what = 'Too many model requests'): Guard {
+/** Returns a guard allowing each signed-in user the counter's number of calls per window, shared by every route carrying it. */
+export function callsPerUser(counter: RateCounter, clock: Clock, what = 'Too many model requests'): Guard {
   return {
     problems: RATE_LIMITED,
     async middleware(ctx, next) {
       const key = ctx.user!.id;
-      const wait = limiter.retryAfterSeconds(key, clock());
+      const wait = await counter.attempt(key, clock());
       if (wait > 0) throw refuse(wait, what);
-      limiter.record(key, clock());
       await next();
     },
   };
 }
 
 /**
- * Returns a guard refusing a key once it has the limiter's number of failures in the window. Every attempt counts
+ * Returns a guard refusing a key once it has the counter's number of failures in the window. Every attempt counts
  * before it runs, so parallel guesses cannot slip past the limit; a success forgets the key's attempts.
  */
-export function failuresPerKey(limiter: SlidingWindowLimiter, keyOf: (ctx: Context) => string, clock: Clock, what: string): Guard {
+export function failuresPerKey(counter: RateCounter, keyOf: (ctx: Context) => string, clock: Clock, what: string): Guard {
   return {
     problems: RATE_LIMITED,
     async middleware(ctx, next) {
       const key = keyOf(ctx);
-      const wait = limiter.retryAfterSeconds(key, clock());
+      const wait = await counter.attempt(key, clock());
       if (wait > 0) throw refuse(wait, what);
-      limiter.record(key, clock());
       await next();
-      limiter.reset(key);
+      await counter.reset(key);
     },
   };
 }
