@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from './config.ts';
-import type { Db } from './db/database.ts';
+import type { SqliteEngine } from './db/engine.ts';
 import { createCampaignRepository } from './db/campaigns.ts';
 import { createChatRepository } from './db/chat.ts';
 import { createIdempotencyKeyRepository } from './db/idempotency-keys.ts';
@@ -51,7 +51,7 @@ import { webhookOperations } from './routes/webhooks.ts';
 import { openWebhooks } from './webhooks/index.ts';
 
 export interface AppDeps {
-  db: Db;
+  engine: SqliteEngine;
   config: Config;
   clock?: Clock;
   fetch?: typeof globalThis.fetch;
@@ -79,8 +79,8 @@ function importFolder(databasePath: string): string {
 }
 
 /** Returns the request listener and the route table of the service. */
-export function createApp({ db, config, clock = systemClock, fetch, sleep, random, logger = createLogger(config.logLevel), passwordCost = PRODUCTION_PASSWORD_COST }: AppDeps) {
-  const users = createUserRepository(db);
+export function createApp({ engine, config, clock = systemClock, fetch, sleep, random, logger = createLogger(config.logLevel), passwordCost = PRODUCTION_PASSWORD_COST }: AppDeps) {
+  const users = createUserRepository(engine);
   const accessTokens = createAccessTokens(config.tokenSecret, config.accessTokenTtlSeconds);
   const signInFailures = new SlidingWindowLimiter({ limit: config.signInMaxFailures, windowMs: config.signInWindowSeconds * 1000 });
 
@@ -90,21 +90,20 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
     clock,
     'Too many failed sign-ins',
   );
-  const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(db), accessTokens, config, clock, passwordCost });
+  const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(engine), accessTokens, config, clock, passwordCost });
   const people = userOperations({ users, clock, passwordCost });
-  const { store: customerRepository, audience, feed: customerChanges, export: customerExport } = openCustomers(db, { warm: true, importCacheMiB: config.cacheMiB.imports });
+  const { store: customerRepository, imports: customerImports, audience, feed: customerChanges, export: customerExport } = openCustomers(engine, { warm: true, importCacheMiB: config.cacheMiB.imports });
   /** The origin links in webhook events point at: PUBLIC_URL, else the address the service listens at (see `listeningAt`). */
   let publicUrl = config.publicUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
-  const webhooks = openWebhooks(db, {
+  const webhooks = openWebhooks(engine, {
     clock,
     fetch: fetch ?? globalThis.fetch,
     logger,
     retryScheduleMs: config.webhooks.retryScheduleMs,
     timeoutMs: config.webhooks.timeoutMs,
-    userName: (id) => users.findUser(id)?.fullName,
     publicUrl: () => publicUrl,
   });
-  const importJobs = openImportJobs(db, customerRepository, {
+  const importJobs = openImportJobs(customerImports, customerRepository, {
     folder: importFolder(config.databasePath),
     maxBytes: config.importMaxBytes,
     clock,
@@ -113,16 +112,16 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   });
   const customers = customerOperations({ customers: customerRepository, clock });
   const imports = importJobOperations({ jobs: importJobs });
-  const segmentRepository = createSegmentRepository(db);
+  const segmentRepository = createSegmentRepository(engine);
   const model = createLanguageModel(config.llm, { logger, fetch, sleep, random, now: clock });
   const segments = segmentOperations({ segments: segmentRepository, audience, customers: customerRepository, model, clock });
-  const campaignRepository = createCampaignRepository(db, { onMove: webhooks.outbox.campaignMoved }); // webhook events, in the move's transaction
+  const campaignRepository = createCampaignRepository(engine, { onMove: webhooks.outbox.campaignMoved }); // webhook events, in the move's transaction
   const campaigns = campaignOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
   const versions = campaignVersionOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
   const csvExports = exportOperations({ campaigns: campaignRepository, segments: segmentRepository, customers: customerExport, clock });
   /** One budget per user for everything that calls the model: campaign generation and chat messages. */
   const modelCalls = callsPerUser(new SlidingWindowLimiter({ limit: config.modelCallsPerMinute, windowMs: 60_000 }), clock);
-  const chatRepository = createChatRepository(db);
+  const chatRepository = createChatRepository(engine);
   /** The route table's operations run as a user: the assistant's read tools and confirmed proposals. */
   const run = operationRunner(() => routes);
   const conversation = createConversation({
@@ -138,8 +137,8 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   const chat = chatOperations({ chats: chatRepository, conversation, model, clock, logger, heartbeatMs: config.chat.heartbeatMs, run });
   /** Reply streams open at once, per user and in all. */
   const openStreams = concurrentPerUser({ slots: new InMemorySlotPool(config.chat.streamsPerUser, config.chat.streamsTotal), what: 'Too many reply streams open' });
-  const idempotent = idempotentRequests(createIdempotencyKeyRepository(db, randomUUID()), new LocalInFlightRequests(), clock);
-  const system = systemOperations({ db, routes: () => routes, currency: config.currency });
+  const idempotent = idempotentRequests(createIdempotencyKeyRepository(engine, randomUUID()), new LocalInFlightRequests(), clock);
+  const system = systemOperations({ engine, routes: () => routes, currency: config.currency });
   const hooks = webhookOperations({ webhooks, clock });
 
   const routes: Route[] = [
@@ -218,8 +217,8 @@ export function createApp({ db, config, clock = systemClock, fetch, sleep, rando
   const router = new Router<Route>();
   for (const r of routes) router.add(r.method, r.path, r);
 
-  const activeUser = (id: string): AuthUser | undefined => {
-    const user = users.findUser(id);
+  const activeUser = async (id: string): Promise<AuthUser | undefined> => {
+    const user = await users.findUser(id);
     return user?.isActive ? { id: user.id, role: user.role } : undefined;
   };
 

@@ -5,7 +5,8 @@ import { createApp } from './app.ts';
 import { startBackupSchedule } from './backup/index.ts';
 import { ConfigError, type Config } from './config.ts';
 import { repairInterruptedBulkLoad } from './customers/index.ts';
-import { openDatabase, type Db } from './db/database.ts';
+import type { Db } from './db/database.ts';
+import { openSqliteEngine, type SqliteEngine } from './db/engine.ts';
 import { createUserRepository } from './db/users.ts';
 import { systemClock } from './domain/clock.ts';
 import { prepareFirstAdmin } from './first-admin.ts';
@@ -14,6 +15,7 @@ import { createLogger } from './http/logger.ts';
 export interface RunningService {
   server: Server;
   db: Db;
+  engine: SqliteEngine;
   url: string;
   /** Stops accepting connections, lets requests in flight finish for up to `graceMs`, then closes the database. */
   stop(graceMs?: number): Promise<void>;
@@ -45,9 +47,10 @@ function closeIdleOnlyAfterReading(server: Server): void {
 
 /**
  * Listens and runs `onListening` before any connection is served (node:http emits 'listening' on the next tick, and
- * accepts connections only once the event loop turns), or throws `ConfigError` naming PORT when the address is taken.
+ * accepts connections only once the event loop turns: work that awaits only promises settled without I/O is done by
+ * then), or throws `ConfigError` naming PORT when the address is taken.
  */
-function listen(server: Server, config: Config, onListening: () => void): Promise<void> {
+function listen(server: Server, config: Config, onListening: () => Promise<void>): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'EADDRINUSE') reject(new ConfigError('PORT', `port ${config.port} on ${config.host} is already in use; set PORT to a free port`));
@@ -55,12 +58,7 @@ function listen(server: Server, config: Config, onListening: () => void): Promis
       else reject(error);
     });
     server.listen(config.port, config.host, () => {
-      try {
-        onListening();
-        resolve();
-      } catch (error) {
-        reject(error);
-      }
+      onListening().then(resolve, reject);
     });
   });
 }
@@ -73,21 +71,22 @@ function listen(server: Server, config: Config, onListening: () => void): Promis
  */
 export async function startService(config: Config): Promise<RunningService> {
   const logger = createLogger(config.logLevel);
-  const db = openDatabase(config.databasePath, { cacheMiB: config.cacheMiB.service });
+  const engine = openSqliteEngine(config.databasePath, { cacheMiB: config.cacheMiB.service });
+  const { db } = engine;
   // A seed killed part-way left rows that the search index and the aggregates do not count yet.
   repairInterruptedBulkLoad(db);
-  const app = createApp({ db, config, logger });
+  const app = createApp({ engine, config, logger });
   const server = createServer(serverTimeouts(config), app.listener);
   closeIdleOnlyAfterReading(server);
   try {
-    const firstAdmin = await prepareFirstAdmin(createUserRepository(db), config.admin);
-    await listen(server, config, () => {
-      const announcement = firstAdmin?.create(systemClock());
+    const firstAdmin = await prepareFirstAdmin(createUserRepository(engine), config.admin);
+    await listen(server, config, async () => {
+      const announcement = await firstAdmin?.create(systemClock());
       if (announcement) process.stderr.write(announcement);
     });
   } catch (error) {
     server.close();
-    db.close();
+    await engine.close();
     throw error;
   }
   const { port } = server.address() as AddressInfo;
@@ -104,7 +103,7 @@ export async function startService(config: Config): Promise<RunningService> {
   });
 
   const { dir: backupDir, everyHours, keep } = config.backup;
-  const backups = backupDir === undefined ? undefined : startBackupSchedule({ databasePath: config.databasePath, dir: backupDir, everyHours, keep, logger });
+  const backups = backupDir === undefined ? undefined : startBackupSchedule({ databasePath: config.databasePath, dir: backupDir, everyHours, keep, logger, leadership: engine.leadership });
 
   const stop = async (graceMs = 10_000) => {
     const backupsStopped = backups?.stop(); // a backup under way is abandoned while requests finish
@@ -118,8 +117,8 @@ export async function startService(config: Config): Promise<RunningService> {
     await Promise.all([closed, deliveriesStopped]);
     clearTimeout(timer);
     await backupsStopped;
-    db.close();
+    await engine.close();
     logger.info('stopped');
   };
-  return { server, db, url, stop };
+  return { server, db, engine, url, stop };
 }

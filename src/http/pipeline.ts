@@ -26,13 +26,13 @@ export function routeRequest(router: Router<Route>): Middleware<Context> {
 }
 
 /** Requires a valid bearer token from a user who still exists and is active, on every non-public route. */
-export function authenticate(tokens: AccessTokens, findUser: (id: string) => AuthUser | undefined, clock: Clock): Middleware<Context> {
+export function authenticate(tokens: AccessTokens, findUser: (id: string) => Promise<AuthUser | undefined>, clock: Clock): Middleware<Context> {
   return async (ctx, next) => {
     if (ctx.route?.access === 'public') return next();
     const header = ctx.req.headers.authorization ?? '';
     const match = /^Bearer +([^\s]+) *$/i.exec(header);
     const claims = match?.[1] ? tokens.verify(match[1], clock()) : null;
-    const user = claims ? findUser(claims.sub) : undefined;
+    const user = claims ? await findUser(claims.sub) : undefined;
     if (!user) {
       throw new AppError('unauthenticated', header ? 'The access token is invalid or expired.' : 'Sign in and send the access token as a Bearer token.');
     }

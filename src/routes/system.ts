@@ -1,6 +1,6 @@
 // Health check, the machine description, and the settings the console shows by.
 import * as v from 'valibot';
-import type { Db } from '../db/database.ts';
+import type { Engine } from '../db/engine.ts';
 import { AppError } from '../domain/errors.ts';
 import { buildOpenApi } from '../http/openapi.ts';
 import { operation, publicOperation, type Route } from '../http/operation.ts';
@@ -17,8 +17,7 @@ export const Settings = v.object({
 });
 
 /** Returns `/health`, `/v1/openapi.json` (the document built once, on first request) and `/v1/settings`. */
-export function systemOperations({ db, routes, currency }: { db: Db; routes: () => readonly Route[]; currency: string | undefined }) {
-  const ping = db.prepare('SELECT 1');
+export function systemOperations({ engine, routes, currency }: { engine: Engine; routes: () => readonly Route[]; currency: string | undefined }) {
   let document: unknown;
 
   const health = publicOperation({
@@ -27,9 +26,9 @@ export function systemOperations({ db, routes, currency }: { db: Db; routes: () 
     tag: 'system',
     query: NoParameters,
     response: v.object({ status: v.literal('ok') }),
-    handle() {
+    async handle() {
       try {
-        ping.get();
+        await engine.ping();
       } catch {
         throw new AppError('internal_error', 'The database does not answer.');
       }
