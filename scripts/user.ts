@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util';
 import * as v from 'valibot';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { openDatabase } from '../src/db/database.ts';
+import { openSqliteEngine } from '../src/db/engine.ts';
 import { createUserRepository } from '../src/db/users.ts';
 import { AppError } from '../src/domain/errors.ts';
 import { hashPassword } from '../src/domain/passwords.ts';
@@ -66,12 +66,12 @@ async function main(): Promise<void> {
     return;
   }
   const config = loadConfig(process.env);
-  const db = openDatabase(config.databasePath);
-  const users = createUserRepository(db);
+  const engine = openSqliteEngine(config.databasePath);
+  const users = createUserRepository(engine);
   const now = new Date();
-  const existing = () => {
+  const existing = async () => {
     const email = check('email', Email, values.email);
-    const found = users.findCredentials(email);
+    const found = await users.findCredentials(email);
     if (!found) throw new UsageError(`no user with the email ${email}`);
     return found.user;
   };
@@ -83,27 +83,27 @@ async function main(): Promise<void> {
         const email = check('email', Email, values.email);
         const fullName = check('name', TrimmedText(1, 120), values.name);
         const role = check('role', Role, values.role);
-        const user = users.insertUser({ email, fullName, role, passwordHash: await hashPassword(await password()) }, now);
+        const user = await users.insertUser({ email, fullName, role, passwordHash: await hashPassword(await password()) }, now);
         process.stdout.write(`${JSON.stringify(user)}\n`);
         break;
       }
       case 'list':
-        for (const user of users.listUsers()) process.stdout.write(`${JSON.stringify(user)}\n`);
+        for (const user of await users.listUsers()) process.stdout.write(`${JSON.stringify(user)}\n`);
         break;
       case 'set-role': {
-        const user = existing();
-        process.stdout.write(`${JSON.stringify(users.updateUser(user.id, { role: check('role', Role, values.role) }, now))}\n`);
+        const user = await existing();
+        process.stdout.write(`${JSON.stringify(await users.updateUser(user.id, { role: check('role', Role, values.role) }, now))}\n`);
         break;
       }
       case 'set-password': {
-        const user = existing();
-        users.updateUser(user.id, { passwordHash: await hashPassword(await password()) }, now);
+        const user = await existing();
+        await users.updateUser(user.id, { passwordHash: await hashPassword(await password()) }, now);
         process.stdout.write(`Password changed for ${user.email}.\n`);
         break;
       }
       case 'deactivate': {
-        const user = existing();
-        users.updateUser(user.id, { isActive: false }, now);
+        const user = await existing();
+        await users.updateUser(user.id, { isActive: false }, now);
         process.stdout.write(`Deactivated ${user.email}; their sessions are revoked.\n`);
         break;
       }
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
         throw new UsageError(`unknown command "${command}"`);
     }
   } finally {
-    db.close();
+    await engine.close();
   }
 }
 

@@ -9,8 +9,12 @@ import { Password } from './schemas/users.ts';
 
 /** The first admin, checked and with its password hashed, ready to be stored in no time. */
 export interface FirstAdmin {
-  /** Stores the admin unless a user exists by now; returns the line to announce, or `undefined` when none was made. */
-  create(now: Date): string | undefined;
+  /**
+   * Stores the admin unless a user exists by now; resolves to the line to announce, or `undefined` when none was made.
+   * No hashing is left: it waits only for its write turn, so started as the port opens it has stored the admin before
+   * the first request is read (unless an import job's transaction holds the database then).
+   */
+  create(now: Date): Promise<string | undefined>;
 }
 
 /**
@@ -23,7 +27,7 @@ export async function prepareFirstAdmin(
   admin: Config['admin'],
   passwordCost: PasswordCost = PRODUCTION_PASSWORD_COST,
 ): Promise<FirstAdmin | undefined> {
-  if (users.countUsers() > 0) return undefined;
+  if ((await users.countUsers()) > 0) return undefined;
   const check = <T>(variable: string, schema: v.GenericSchema<unknown, T>, value: unknown): T => {
     const result = v.safeParse(schema, value);
     if (!result.success) throw new ConfigError(variable, result.issues[0].message);
@@ -35,10 +39,10 @@ export async function prepareFirstAdmin(
   const password = check('ADMIN_PASSWORD', Password, admin.password ?? randomBytes(12).toString('base64url'));
   const passwordHash = await hashPassword(password, passwordCost);
   return {
-    create(now) {
+    async create(now) {
       // `npm run user -- create` may have made a user while the password was hashed.
-      if (users.countUsers() > 0) return undefined;
-      users.insertUser({ email, fullName, role: 'admin', passwordHash }, now);
+      if ((await users.countUsers()) > 0) return undefined;
+      await users.insertUser({ email, fullName, role: 'admin', passwordHash }, now);
       return generated
         ? `Created the first admin user. Sign in as ${email} with password ${password} (shown only this once).\n`
         : `Created the first admin user ${email} from ADMIN_EMAIL / ADMIN_PASSWORD.\n`;
@@ -57,6 +61,6 @@ export async function ensureFirstAdmin(
   announce: (text: string) => void,
   passwordCost: PasswordCost = PRODUCTION_PASSWORD_COST,
 ): Promise<void> {
-  const announcement = (await prepareFirstAdmin(users, admin, passwordCost))?.create(now);
+  const announcement = await (await prepareFirstAdmin(users, admin, passwordCost))?.create(now);
   if (announcement) announce(announcement);
 }

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { tempDir } from './support/temp-dir.ts';
 import { bulkInsertCustomers, openCustomers, repairInterruptedBulkLoad } from '../src/customers/index.ts';
 import { openDatabase, SCHEMA_VERSION } from '../src/db/database.ts';
+import { SqliteEngine } from '../src/db/engine.ts';
 import { compileConditions } from '../src/domain/segments.ts';
 import { createUserRepository } from '../src/db/users.ts';
 
@@ -43,7 +44,7 @@ function describe(db: Database.Database): Record<string, unknown> {
 // ---------------------------------------------------------------------------------------------
 // Upgrades
 
-test('a version-1 database upgrades in place: rows intact, user_version current, every table of schema.sql present', () => {
+test('a version-1 database upgrades in place: rows intact, user_version current, every table of schema.sql present', async () => {
   const path = join(tempDir(), 'v1.db');
   const old = new Database(path);
   old.exec(SCHEMA_V1);
@@ -87,7 +88,7 @@ test('a version-1 database upgrades in place: rows intact, user_version current,
     assert.equal(tokens.length, 1);
     for (const [column, value] of Object.entries(tokenRow)) assert.equal(tokens[0]![column], value, `refresh_tokens.${column}`);
     // The repository reads the upgraded row.
-    assert.deepEqual(createUserRepository(db).findUser('user-1'), {
+    assert.deepEqual(await createUserRepository(new SqliteEngine(db)).findUser('user-1'), {
       id: 'user-1',
       fullName: 'Kept User',
       email: 'kept@example.com',
@@ -192,7 +193,7 @@ test('segments engine: after a failed reload the next count reloads again instea
   const path = join(folder, 'a.db');
   const db = openDatabase(path);
   try {
-    const { audience, store: customers } = openCustomers(db);
+    const { audience, store: customers } = openCustomers(new SqliteEngine(db));
     const record = (n: number) => ({
       name: `C${n}`,
       email: `c${n}@example.com`,
@@ -202,7 +203,7 @@ test('segments engine: after a failed reload the next count reloads again instea
       lastActivityAt: Date.parse('2026-11-01T00:00:00Z'),
       status: 'active' as const,
     });
-    customers.insertCustomers([record(1)], new Date());
+    await customers.insertCustomers([record(1)], new Date());
     assert.equal(await audience.count(compileConditions([], new Date())), 1);
 
     // Another process writes, and the reload that follows cannot open its connection.
@@ -213,7 +214,7 @@ test('segments engine: after a failed reload the next count reloads again instea
     await assert.rejects(audience.count(compileConditions([], new Date())));
     renameSync(`${path}.away`, path);
 
-    customers.insertCustomers([record(2), record(3)], new Date());
+    await customers.insertCustomers([record(2), record(3)], new Date());
     assert.equal(await audience.count(compileConditions([], new Date())), 3);
   } finally {
     db.close();

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from './support/temp-dir.ts';
 import { ConfigError } from '../src/config.ts';
-import { openDatabase } from '../src/db/database.ts';
+import { openSqliteEngine } from '../src/db/engine.ts';
 import { createUserRepository } from '../src/db/users.ts';
 import { verifyPassword } from '../src/domain/passwords.ts';
 import { ensureFirstAdmin } from '../src/first-admin.ts';
@@ -14,18 +14,18 @@ const NO_ADMIN = { email: undefined, password: undefined, name: undefined };
 
 
 function emptyUsers() {
-  const db = openDatabase(join(tempDir(), 'first-admin.db'));
-  return { db, users: createUserRepository(db) };
+  const engine = openSqliteEngine(join(tempDir(), 'first-admin.db'));
+  return { engine, users: createUserRepository(engine) };
 }
 
 test('first start without ADMIN_* creates admin@example.com with a generated password announced once', async () => {
-  const { db, users } = emptyUsers();
+  const { engine, users } = emptyUsers();
   try {
     const announced: string[] = [];
     const now = new Date('2026-11-20T12:00:00.000Z');
     await ensureFirstAdmin(users, NO_ADMIN, now, (text) => announced.push(text));
 
-    const all = users.listUsers();
+    const all = await users.listUsers();
     assert.equal(all.length, 1);
     const [admin] = all;
     assert.deepEqual({ ...admin, id: undefined }, {
@@ -41,56 +41,56 @@ test('first start without ADMIN_* creates admin@example.com with a generated pas
     const password = /password (\S+)/.exec(announced[0]!)?.[1];
     assert.ok(password, `no password in: ${announced[0]}`);
     assert.ok(password.length >= 8);
-    const stored = users.findCredentials('admin@example.com');
+    const stored = await users.findCredentials('admin@example.com');
     assert.ok(stored);
     assert.ok(stored.passwordHash.startsWith('scrypt$32768$8$3$'), `not hashed at the production cost: ${stored.passwordHash}`);
     assert.equal(await verifyPassword(password, stored.passwordHash), true, 'the announced password does not match');
   } finally {
-    db.close();
+    await engine.close();
   }
 });
 
 test('first start with ADMIN_EMAIL / ADMIN_PASSWORD / ADMIN_NAME creates that admin and never prints the password', async () => {
-  const { db, users } = emptyUsers();
+  const { engine, users } = emptyUsers();
   try {
     const announced: string[] = [];
     const password = 'chosen admin password';
     const announce = (text: string) => announced.push(text);
     await ensureFirstAdmin(users, { email: ' Boss@Example.COM ', password, name: 'The Boss' }, new Date(), announce, TEST_PASSWORD_COST);
 
-    const all = users.listUsers();
+    const all = await users.listUsers();
     assert.equal(all.length, 1);
     assert.equal(all[0]!.email, 'boss@example.com');
     assert.equal(all[0]!.fullName, 'The Boss');
     assert.equal(all[0]!.role, 'admin');
     assert.equal(all[0]!.isActive, true);
     assert.ok(announced.every((text) => !text.includes(password)), `the password was announced: ${announced.join('')}`);
-    const stored = users.findCredentials('boss@example.com');
+    const stored = await users.findCredentials('boss@example.com');
     assert.ok(stored);
     assert.equal(await verifyPassword(password, stored.passwordHash), true);
   } finally {
-    db.close();
+    await engine.close();
   }
 });
 
 test('first start does nothing when users exist', async () => {
-  const { db, users } = emptyUsers();
+  const { engine, users } = emptyUsers();
   try {
-    const existing = users.insertUser({ email: 'someone@example.com', fullName: 'Someone', role: 'lifecycle_marketer', passwordHash: 'x' }, new Date());
+    const existing = await users.insertUser({ email: 'someone@example.com', fullName: 'Someone', role: 'lifecycle_marketer', passwordHash: 'x' }, new Date());
     const announced: string[] = [];
     await ensureFirstAdmin(users, NO_ADMIN, new Date(), (text) => announced.push(text));
     await ensureFirstAdmin(users, { email: 'boss@example.com', password: 'chosen admin password', name: 'Boss' }, new Date(), (text) =>
       announced.push(text),
     );
-    assert.deepEqual(users.listUsers(), [existing]);
+    assert.deepEqual(await users.listUsers(), [existing]);
     assert.deepEqual(announced, []);
   } finally {
-    db.close();
+    await engine.close();
   }
 });
 
 test('first start with a bad ADMIN_EMAIL or ADMIN_PASSWORD is a ConfigError naming it, and creates nobody', async () => {
-  const { db, users } = emptyUsers();
+  const { engine, users } = emptyUsers();
   try {
     await assert.rejects(ensureFirstAdmin(users, { ...NO_ADMIN, email: 'not-an-email' }, new Date(), () => {}), (error: unknown) => {
       assert.ok(error instanceof ConfigError);
@@ -102,8 +102,8 @@ test('first start with a bad ADMIN_EMAIL or ADMIN_PASSWORD is a ConfigError nami
       assert.match(error.message, /^ADMIN_PASSWORD\b/);
       return true;
     });
-    assert.equal(users.countUsers(), 0);
+    assert.equal(await users.countUsers(), 0);
   } finally {
-    db.close();
+    await engine.close();
   }
 });

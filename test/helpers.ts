@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import * as v from 'valibot';
 import { createApp } from '../src/app.ts';
 import { loadConfig, type Config } from '../src/config.ts';
-import { openDatabase, type Db } from '../src/db/database.ts';
+import type { Db } from '../src/db/database.ts';
+import { openSqliteEngine, type SqliteEngine } from '../src/db/engine.ts';
 import { createUserRepository, type User } from '../src/db/users.ts';
 import type { Role } from '../src/domain/auth-user.ts';
 import { hashPassword, PRODUCTION_PASSWORD_COST, type PasswordCost } from '../src/domain/passwords.ts';
@@ -59,7 +60,10 @@ export interface RequestOptions {
 
 export interface TestService {
   url: string;
+  /** The service's connection, for tests that look at or arrange rows directly (`engine.db`). */
   db: Db;
+  /** The engine the service runs on, for tests that call repositories themselves. */
+  engine: SqliteEngine;
   config: Config;
   clock: TestClock;
   logLines: Record<string, unknown>[];
@@ -100,7 +104,8 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
     ...options.env,
   });
   const clock = options.clock ?? new TestClock();
-  const db = openDatabase(config.databasePath);
+  const engine = openSqliteEngine(config.databasePath);
+  const { db } = engine;
   const logLines: Record<string, unknown>[] = [];
   const logWaiters = new Set<(line: Record<string, unknown>) => void>();
   const logger = createLogger(
@@ -125,7 +130,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
     });
   const passwordCost = options.passwordCost ?? TEST_PASSWORD_COST;
   const app = createApp({
-    db,
+    engine,
     config,
     clock: clock.now,
     logger,
@@ -140,7 +145,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   app.listeningAt(url);
-  const users = createUserRepository(db);
+  const users = createUserRepository(engine);
 
   const request = async <T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<Reply<T>> => {
     const headers: Record<string, string> = { ...opts.headers };
@@ -178,6 +183,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
   return {
     url,
     db,
+    engine,
     config,
     clock,
     logLines,
@@ -193,7 +199,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await app.stopDeliveries();
-      db.close();
+      await engine.close();
       if (dir) rmSync(dir, { recursive: true, force: true });
     },
   };

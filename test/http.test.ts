@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { openDatabase } from '../src/db/database.ts';
+import { openSqliteEngine } from '../src/db/engine.ts';
 import { assertProblem, PASSWORD, startService, type Reply, type TestService } from './helpers.ts';
 
 const MIB = 1024 * 1024;
@@ -473,10 +473,10 @@ test('OpenAPI: every route of the route table is documented with its operationId
   const doc = await openApi();
   const dir = mkdtempSync(join(tmpdir(), 'campaigns-openapi-'));
   const databasePath = join(dir, 'routes.db');
-  const db = openDatabase(databasePath);
+  const engine = openSqliteEngine(databasePath);
   try {
     const config = loadConfig({ DATABASE_PATH: databasePath, TOKEN_SECRET: 'x'.repeat(32), LOG_LEVEL: 'silent' });
-    const { routes } = createApp({ db, config });
+    const { routes } = createApp({ engine, config });
     assert.ok(routes.length > 0);
     for (const r of routes) {
       const documented = doc.paths[r.path]?.[r.method.toLowerCase()];
@@ -485,7 +485,7 @@ test('OpenAPI: every route of the route table is documented with its operationId
     }
     assert.equal(operationsOf(doc).length, routes.length, 'the document has operations the route table lacks');
   } finally {
-    db.close();
+    await engine.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -6,9 +6,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { openSqliteEngine } from '../src/db/engine.ts';
+import { createIdempotencyKeyRepository, type IdempotencyKeyRepository } from '../src/db/idempotency-keys.ts';
+import type { Context } from '../src/http/context.ts';
+import { idempotentRequests } from '../src/http/idempotency.ts';
+import { LocalInFlightRequests } from '../src/http/in-flight.ts';
 import { assertProblem, startService, type TestService } from './helpers.ts';
 import { audienceOf, briefFor, campaignTotal, copyReply, generate, GOOD_COPY, NO_RATE_LIMIT, withProvider } from './support/campaigns.ts';
 import { startFakeProvider } from './support/fake-provider.ts';
+import { tempDir } from './support/temp-dir.ts';
 
 let keyCounter = 0;
 const newKey = () => `key-${++keyCounter}-${Date.now()}`;
@@ -277,6 +283,52 @@ describe('Idempotency-Key across a restart', () => {
       assert.equal(replay.text, taken.text);
     }
     assert.equal(fake.requests.length, 2);
+  });
+});
+
+describe('Idempotency-Key: the guard and its claims', () => {
+  test('a duplicate that finds the first one\'s marker before the first has heard back from its claim waits for it and replays', async () => {
+    const engine = openSqliteEngine(join(tempDir(), 'guard.db'));
+    const stored = createIdempotencyKeyRepository(engine, 'this-process');
+    // The first claim commits, but its answer comes late (as it may over a network): the duplicate's claim runs meanwhile.
+    let answerFirst = () => {};
+    const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
+    const claimed: (() => void)[] = [];
+    const claimsDone = [0, 1].map((i) => new Promise<void>((resolve) => (claimed[i] = resolve)));
+    let claims = 0;
+    const keys: IdempotencyKeyRepository = {
+      ...stored,
+      async claimKey(...args) {
+        const claim = await stored.claimKey(...args);
+        const nth = claims++;
+        claimed[nth]?.();
+        if (nth === 0) await firstAnswered;
+        return claim;
+      },
+    };
+    const guard = idempotentRequests(keys, new LocalInFlightRequests(), () => new Date('2026-11-20T12:00:00.000Z'));
+    const request = () =>
+      ({ req: { headers: { 'idempotency-key': 'guard-key' } }, user: { id: 'user-1', role: 'admin' }, route: { operation: { operationId: 'campaigns.generate' } }, input: { params: {}, rawBody: { objective: 'same' } } }) as unknown as Context;
+    let runs = 0;
+    const handler = (ctx: Context) => async () => {
+      ctx.reply = { status: 200, headers: {}, body: { run: ++runs } };
+    };
+    try {
+      const [a, b] = [request(), request()];
+      const first = guard.middleware(a, handler(a));
+      await claimsDone[0]; // the first's marker is in the database; the first has not heard back yet
+      const second = guard.middleware(b, handler(b));
+      await claimsDone[1]; // the duplicate found the marker ...
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve)); // ... and has decided what to do
+      answerFirst();
+      await Promise.all([first, second]);
+      assert.equal(runs, 1, 'the operation ran twice');
+      assert.deepEqual(a.reply?.body, { run: 1 });
+      assert.equal(b.reply?.headers['idempotency-replayed'], 'true');
+      assert.equal(b.reply?.raw, JSON.stringify({ run: 1 }));
+    } finally {
+      await engine.close();
+    }
   });
 });
 

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { openDatabase } from '../src/db/database.ts';
+import { openSqliteEngine } from '../src/db/engine.ts';
 import { createUserRepository, type User } from '../src/db/users.ts';
 import { assertProblem, startService, type TestService } from './helpers.ts';
 
@@ -253,9 +253,9 @@ test('the user CLI creates (password from stdin), lists, sets roles and deactiva
   const dir = mkdtempSync(join(tmpdir(), 'campaigns-cli-'));
   const databasePath = join(dir, 'cli.db');
   // The service on the same database file, as an operator would run it beside the CLI.
-  const db = openDatabase(databasePath);
-  const users = createUserRepository(db);
-  const app = createApp({ db, config: loadConfig({ DATABASE_PATH: databasePath, TOKEN_SECRET: 'x'.repeat(32), LOG_LEVEL: 'silent' }) });
+  const engine = openSqliteEngine(databasePath);
+  const users = createUserRepository(engine);
+  const app = createApp({ engine, config: loadConfig({ DATABASE_PATH: databasePath, TOKEN_SECRET: 'x'.repeat(32), LOG_LEVEL: 'silent' }) });
   const server = createServer(app.listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -289,7 +289,7 @@ test('the user CLI creates (password from stdin), lists, sets roles and deactiva
     const deactivate = runCli(databasePath, ['deactivate', '--email', 'CLI.User@example.com']);
     assert.equal(deactivate.status, 0, deactivate.stderr);
     assert.match(deactivate.stdout, /cli\.user@example\.com/);
-    assert.deepEqual(users.listUsers(), [{ ...user, role: 'lifecycle_marketer', isActive: false }]);
+    assert.deepEqual(await users.listUsers(), [{ ...user, role: 'lifecycle_marketer', isActive: false }]);
     // Deactivation also revoked the sessions the user had.
     const refresh = await post('/v1/auth/refresh', { refreshToken: signIn.body.refreshToken });
     assert.equal(refresh.status, 401);
@@ -301,11 +301,11 @@ test('the user CLI creates (password from stdin), lists, sets roles and deactiva
     const badRole = runCli(databasePath, ['create', '--email', 'other@example.com', '--name', 'Other', '--role', 'boss'], `${CLI_PASSWORD}\n`);
     assert.equal(badRole.status, 2, badRole.stdout);
     assert.match(badRole.stderr, /--role/);
-    assert.equal(users.countUsers(), 1, 'a failed create stores nothing');
+    assert.equal(await users.countUsers(), 1, 'a failed create stores nothing');
   } finally {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    db.close();
+    await engine.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

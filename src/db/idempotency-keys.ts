@@ -1,5 +1,5 @@
 // SQL for Idempotency-Key records: claimed by a running request, completed with its reply, swept after expiry.
-import type { Db } from './database.ts';
+import type { SqliteEngine } from './engine.ts';
 
 interface KeyRow {
   operation: string;
@@ -16,10 +16,23 @@ export type Claim =
   | { kind: 'running' }
   | { kind: 'mismatch' };
 
-export type IdempotencyKeyRepository = ReturnType<typeof createIdempotencyKeyRepository>;
+/** The Idempotency-Key records of this process (`owner`); markers of another process are taken over. */
+export interface IdempotencyKeyRepository {
+  /**
+   * Claims the key for this request, or says what holds it, in one transaction; expired keys are swept first.
+   * `onClaimed` runs inside that transaction when the key is claimed, synchronously: the caller marks its request as
+   * running in the same step as the marker is written, so whoever finds the marker also finds the request.
+   */
+  claimKey(userId: string, key: string, operation: string, hash: string, now: Date, ttlMs: number, onClaimed: () => void): Promise<Claim>;
+  /** Stores the successful reply of a claimed key. */
+  completeKey(userId: string, key: string, status: number, body: string): Promise<void>;
+  /** Forgets a claimed key whose request failed, so a retry runs again. */
+  releaseKey(userId: string, key: string): Promise<void>;
+}
 
 /** Returns the idempotency key queries, prepared once. `owner` names this process, so markers of a crashed one are taken over. */
-export function createIdempotencyKeyRepository(db: Db, owner: string) {
+export function createIdempotencyKeyRepository(engine: SqliteEngine, owner: string): IdempotencyKeyRepository {
+  const { db } = engine;
   const sweep = db.prepare('DELETE FROM idempotency_keys WHERE expires_at <= ?');
   const find = db.prepare<[string, string], KeyRow>('SELECT operation, request_hash, owner, status, body FROM idempotency_keys WHERE user_id = ? AND key = ?');
   const claim = db.prepare(
@@ -31,33 +44,29 @@ export function createIdempotencyKeyRepository(db: Db, owner: string) {
   const complete = db.prepare('UPDATE idempotency_keys SET owner = NULL, status = ?, body = ? WHERE user_id = ? AND key = ? AND owner = ?');
   const release = db.prepare('DELETE FROM idempotency_keys WHERE user_id = ? AND key = ? AND owner = ?');
 
-  const claimKey = db.transaction((userId: string, key: string, operation: string, hash: string, now: number, ttlMs: number): Claim => {
-    sweep.run(now);
-    const row = find.get(userId, key);
-    // A marker left by another process is from one that stopped or crashed mid-request: nobody will finish it.
-    if (!row || (row.owner !== null && row.owner !== owner)) {
-      claim.run({ userId, key, operation, hash, owner, now, expiresAt: now + ttlMs });
-      return { kind: 'claimed' };
-    }
-    if (row.operation !== operation || row.request_hash !== hash) return { kind: 'mismatch' };
-    if (row.owner !== null) return { kind: 'running' };
-    return { kind: 'replay', status: row.status!, body: row.body! };
-  });
-
   return {
-    /** Claims the key for this request, or says what holds it. Expired keys are swept first. */
-    claimKey(userId: string, key: string, operation: string, hash: string, now: Date, ttlMs: number): Claim {
-      return claimKey.immediate(userId, key, operation, hash, now.getTime(), ttlMs);
+    claimKey(userId, key, operation, hash, now, ttlMs, onClaimed) {
+      return engine.write((): Claim => {
+        sweep.run(now.getTime());
+        const row = find.get(userId, key);
+        // A marker left by another process is from one that stopped or crashed mid-request: nobody will finish it.
+        if (!row || (row.owner !== null && row.owner !== owner)) {
+          claim.run({ userId, key, operation, hash, owner, now: now.getTime(), expiresAt: now.getTime() + ttlMs });
+          onClaimed();
+          return { kind: 'claimed' };
+        }
+        if (row.operation !== operation || row.request_hash !== hash) return { kind: 'mismatch' };
+        if (row.owner !== null) return { kind: 'running' };
+        return { kind: 'replay', status: row.status!, body: row.body! };
+      });
     },
 
-    /** Stores the successful reply of a claimed key. */
-    completeKey(userId: string, key: string, status: number, body: string): void {
-      complete.run(status, body, userId, key, owner);
+    async completeKey(userId, key, status, body) {
+      await engine.write(() => complete.run(status, body, userId, key, owner));
     },
 
-    /** Forgets a claimed key whose request failed, so a retry runs again. */
-    releaseKey(userId: string, key: string): void {
-      release.run(userId, key, owner);
+    async releaseKey(userId, key) {
+      await engine.write(() => release.run(userId, key, owner));
     },
   };
 }

@@ -2,8 +2,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '../domain/errors.ts';
 import type { Condition } from '../domain/segments.ts';
-import type { Db } from './database.ts';
+import type { SqliteEngine } from './engine.ts';
 
+/** A condition as stored: with the id it was given when saved. */
 export type StoredCondition = Condition & { id: string };
 
 /** A segment as the API shows it. */
@@ -41,10 +42,42 @@ function withIds(conditions: readonly Condition[]): StoredCondition[] {
   return conditions.map((c) => ({ id: `cnd_${randomBytes(6).toString('base64url')}`, field: c.field, operator: c.operator, value: c.value }) as StoredCondition);
 }
 
-export type SegmentRepository = ReturnType<typeof createSegmentRepository>;
+/** What saving a segment stores besides its conditions' ids. */
+export interface NewSegment {
+  name: string;
+  conditions: readonly Condition[];
+  matchCount: number;
+  createdBy: string;
+}
 
-/** Returns the segment queries, prepared once. */
-export function createSegmentRepository(db: Db) {
+/** What an update changes: the name and/or the conditions (absent ones are kept), and the new count. */
+export interface SegmentUpdate {
+  name?: string;
+  conditions?: readonly Condition[];
+  matchCount: number;
+}
+
+/** The saved segments; every function resolves once its statements have run. */
+export interface SegmentRepository {
+  /** Resolves to every segment, newest first, with its stored count. */
+  listSegments(): Promise<Segment[]>;
+  /** Resolves to the segment, or undefined. */
+  findSegment(id: string): Promise<Segment | undefined>;
+  /** Resolves to the segment; rejects with `not_found`. */
+  getSegment(id: string): Promise<Segment>;
+  /** Stores a new segment and resolves to it. */
+  insertSegment(segment: NewSegment, now: Date): Promise<Segment>;
+  /** Changes the name and/or replaces the conditions, storing the new count; rejects with `not_found`. */
+  updateSegment(id: string, changes: SegmentUpdate, now: Date): Promise<Segment>;
+  /** Stores a freshly counted audience size. */
+  storeMatchCount(id: string, matchCount: number): Promise<void>;
+  /** Deletes the segment; rejects with `not_found`. */
+  deleteSegment(id: string): Promise<void>;
+}
+
+/** Returns the segment queries on the engine, prepared once. */
+export function createSegmentRepository(engine: SqliteEngine): SegmentRepository {
+  const { db } = engine;
   const all = db.prepare<[], SegmentRow>('SELECT * FROM segments ORDER BY created_at DESC, id DESC');
   const byId = db.prepare<[string], SegmentRow>('SELECT * FROM segments WHERE id = ?');
   const insert = db.prepare(
@@ -59,54 +92,59 @@ export function createSegmentRepository(db: Db) {
   const recount = db.prepare('UPDATE segments SET match_count = ? WHERE id = ?');
   const remove = db.prepare('DELETE FROM segments WHERE id = ?');
 
-  const findSegment = (id: string): Segment | undefined => {
+  /** Synchronous, so a write can read back what it stored in its own transaction. */
+  const find = (id: string): Segment | undefined => {
     const row = byId.get(id);
     return row && toSegment(row);
   };
-  const getSegment = (id: string): Segment => {
-    const found = findSegment(id);
+  const get = (id: string): Segment => {
+    const found = find(id);
     if (!found) throw new AppError('not_found', `No segment with id ${id}.`);
     return found;
   };
 
   return {
-    /** Returns every segment, newest first, with its stored count. */
-    listSegments(): Segment[] {
+    async listSegments() {
       return all.all().map(toSegment);
     },
 
-    findSegment,
-    /** Returns the segment; throws `not_found`. */
-    getSegment,
-
-    /** Stores a new segment and returns it. */
-    insertSegment(segment: { name: string; conditions: readonly Condition[]; matchCount: number; createdBy: string }, now: Date): Segment {
-      const id = randomUUID();
-      insert.run({ ...segment, id, conditions: JSON.stringify(withIds(segment.conditions)), now: now.getTime() });
-      return getSegment(id);
+    async findSegment(id) {
+      return find(id);
     },
 
-    /** Changes the name and/or replaces the conditions, storing the new count; throws `not_found`. */
-    updateSegment(id: string, changes: { name?: string; conditions?: readonly Condition[]; matchCount: number }, now: Date): Segment {
-      const result = update.run({
-        id,
-        name: changes.name ?? null,
-        conditions: changes.conditions ? JSON.stringify(withIds(changes.conditions)) : null,
-        matchCount: changes.matchCount,
-        now: now.getTime(),
+    async getSegment(id) {
+      return get(id);
+    },
+
+    insertSegment(segment, now) {
+      return engine.write(() => {
+        const id = randomUUID();
+        insert.run({ ...segment, id, conditions: JSON.stringify(withIds(segment.conditions)), now: now.getTime() });
+        return get(id);
       });
-      if (result.changes === 0) throw new AppError('not_found', `No segment with id ${id}.`);
-      return getSegment(id);
     },
 
-    /** Stores a freshly counted audience size. */
-    storeMatchCount(id: string, matchCount: number): void {
-      recount.run(matchCount, id);
+    updateSegment(id, changes, now) {
+      return engine.write(() => {
+        const result = update.run({
+          id,
+          name: changes.name ?? null,
+          conditions: changes.conditions ? JSON.stringify(withIds(changes.conditions)) : null,
+          matchCount: changes.matchCount,
+          now: now.getTime(),
+        });
+        if (result.changes === 0) throw new AppError('not_found', `No segment with id ${id}.`);
+        return get(id);
+      });
     },
 
-    /** Deletes the segment; throws `not_found`. */
-    deleteSegment(id: string): void {
-      if (remove.run(id).changes === 0) throw new AppError('not_found', `No segment with id ${id}.`);
+    async storeMatchCount(id, matchCount) {
+      await engine.write(() => recount.run(matchCount, id));
+    },
+
+    async deleteSegment(id) {
+      const removed = await engine.write(() => remove.run(id).changes);
+      if (removed === 0) throw new AppError('not_found', `No segment with id ${id}.`);
     },
   };
 }

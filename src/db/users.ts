@@ -2,7 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../domain/errors.ts';
 import type { Role } from '../domain/auth-user.ts';
-import { isUniqueViolation, type Db } from './database.ts';
+import { isUniqueViolation } from './database.ts';
+import type { SqliteEngine } from './engine.ts';
 
 /** A user as the API shows it: exactly these fields. */
 export interface User {
@@ -14,6 +15,7 @@ export interface User {
   createdAt: string;
 }
 
+/** What creating a user stores; the password already hashed. */
 export interface NewUser {
   email: string;
   fullName: string;
@@ -21,6 +23,7 @@ export interface NewUser {
   passwordHash: string;
 }
 
+/** What an update may change; an absent field is kept. */
 export interface UserChanges {
   fullName?: string;
   role?: Role;
@@ -49,10 +52,28 @@ function toUser(row: UserRow): User {
   };
 }
 
-export type UserRepository = ReturnType<typeof createUserRepository>;
+/** The users as the service stores them; every function resolves once its statements have run. */
+export interface UserRepository {
+  /** Resolves to the user with this id, or undefined. */
+  findUser(id: string): Promise<User | undefined>;
+  /** Resolves to the user with this (normalized) email and their password hash, or undefined. */
+  findCredentials(email: string): Promise<{ user: User; passwordHash: string } | undefined>;
+  /** Resolves to every user, oldest first. */
+  listUsers(): Promise<User[]>;
+  /** Resolves to how many users there are, active or not. */
+  countUsers(): Promise<number>;
+  /** Stores a new active user and resolves to it; rejects with `conflict` when the email is taken. */
+  insertUser(user: NewUser, now: Date): Promise<User>;
+  /**
+   * Applies the changes in one transaction and resolves to the user. Deactivation also revokes the user's refresh
+   * tokens. Rejects with `not_found` for an unknown id and `conflict` when no active admin would remain.
+   */
+  updateUser(id: string, changes: UserChanges, now: Date): Promise<User>;
+}
 
-/** Returns the user queries, prepared once so a typo fails at start-up. */
-export function createUserRepository(db: Db) {
+/** Returns the user queries on the engine, prepared once so a typo fails at start-up. */
+export function createUserRepository(engine: SqliteEngine): UserRepository {
+  const { db } = engine;
   const byId = db.prepare<[string], UserRow>('SELECT * FROM users WHERE id = ?');
   const byEmail = db.prepare<[string], UserRow>('SELECT * FROM users WHERE email = ?');
   const all = db.prepare<[], UserRow>('SELECT * FROM users ORDER BY created_at, id');
@@ -73,45 +94,40 @@ export function createUserRepository(db: Db) {
   );
 
   return {
-    /** Returns the user with this id, or undefined. */
-    findUser(id: string): User | undefined {
+    async findUser(id) {
       const row = byId.get(id);
       return row && toUser(row);
     },
 
-    /** Returns the user with this (normalized) email and their password hash, or undefined. */
-    findCredentials(email: string): { user: User; passwordHash: string } | undefined {
+    async findCredentials(email) {
       const row = byEmail.get(email);
       return row && { user: toUser(row), passwordHash: row.password_hash };
     },
 
-    /** Returns every user, oldest first. */
-    listUsers(): User[] {
+    async listUsers() {
       return all.all().map(toUser);
     },
 
-    countUsers(): number {
+    async countUsers() {
       return countAll.get()?.n ?? 0;
     },
 
-    /** Stores a new active user and returns it; throws `conflict` when the email is taken. */
-    insertUser(user: NewUser, now: Date): User {
-      const id = randomUUID();
-      try {
-        insert.run({ ...user, id, now: now.getTime() });
-      } catch (error) {
-        if (isUniqueViolation(error)) throw new AppError('conflict', `A user with the email ${user.email} already exists.`);
-        throw error;
-      }
-      return toUser(byId.get(id)!);
+    insertUser(user, now) {
+      return engine.write(() => {
+        const id = randomUUID();
+        try {
+          insert.run({ ...user, id, now: now.getTime() });
+        } catch (error) {
+          if (isUniqueViolation(error)) throw new AppError('conflict', `A user with the email ${user.email} already exists.`);
+          throw error;
+        }
+        return toUser(byId.get(id)!);
+      });
     },
 
-    /**
-     * Applies the changes in one transaction and returns the user. Deactivation also revokes the user's
-     * refresh tokens. Throws `not_found` for an unknown id and `conflict` when no active admin would remain.
-     */
-    updateUser(id: string, changes: UserChanges, now: Date): User {
-      return db.transaction(() => {
+    updateUser(id, changes, now) {
+      // One transaction: the last-admin check sees the update it may undo.
+      return engine.write(() => {
         const before = byId.get(id);
         if (!before) throw new AppError('not_found', `No user with id ${id}.`);
         update.run({
@@ -127,7 +143,7 @@ export function createUserRepository(db: Db) {
         }
         if (changes.isActive === false) revokeTokens.run(now.getTime(), id);
         return toUser(byId.get(id)!);
-      }).immediate();
+      });
     },
   };
 }

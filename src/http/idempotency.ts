@@ -1,6 +1,6 @@
 // Idempotency-Key: a retried request with the same key and body gets the stored reply instead of running again.
 import { createHash } from 'node:crypto';
-import type { IdempotencyKeyRepository } from '../db/idempotency-keys.ts';
+import type { Claim, IdempotencyKeyRepository } from '../db/idempotency-keys.ts';
 import { canonicalJson } from '../domain/canonical-json.ts';
 import type { Clock } from '../domain/clock.ts';
 import { AppError, invalidField } from '../domain/errors.ts';
@@ -29,8 +29,26 @@ export function idempotentRequests(keys: IdempotencyKeyRepository, running: InFl
     const hash = createHash('sha256').update(canonicalJson(request)).digest('hex');
     const slot = `${userId}\n${header}`;
 
+    /**
+     * Claims the key; a claimed one is marked running in the claim's own transaction, so a duplicate that finds our
+     * marker also finds this request. `settle` ends the mark (a no-op unless claimed).
+     */
+    const claimKey = async (): Promise<{ claim: Claim; settle: () => void }> => {
+      let settle = (): void => {};
+      const markRunning = () => {
+        settle = running.begin(slot);
+      };
+      try {
+        const claim = await keys.claimKey(userId, header, operation, hash, clock(), ttlMs, markRunning);
+        return { claim, settle };
+      } catch (error) {
+        settle(); // marked, then the transaction failed to commit
+        throw error;
+      }
+    };
+
     for (;;) {
-      const claim = keys.claimKey(userId, header, operation, hash, clock(), ttlMs);
+      const { claim, settle } = await claimKey();
       if (claim.kind === 'mismatch') throw new AppError('conflict', `The ${HEADER} was already used with a different request.`);
       if (claim.kind === 'replay') {
         ctx.reply = { status: claim.status, headers: { 'idempotency-replayed': 'true' }, body: null, raw: claim.body };
@@ -39,16 +57,15 @@ export function idempotentRequests(keys: IdempotencyKeyRepository, running: InFl
       if (claim.kind === 'running') {
         const first = running.settled(slot);
         if (first) await first; // settled: look again (a stored reply, or a released key to claim)
-        else keys.releaseKey(userId, header); // a marker of ours that nothing runs for: never block the key
+        else await keys.releaseKey(userId, header); // a marker of ours that nothing runs for: never block the key
         continue;
       }
-      const settle = running.begin(slot);
       try {
         await next();
-        if (ctx.reply) keys.completeKey(userId, header, ctx.reply.status, JSON.stringify(ctx.reply.body));
-        else keys.releaseKey(userId, header);
+        if (ctx.reply) await keys.completeKey(userId, header, ctx.reply.status, JSON.stringify(ctx.reply.body));
+        else await keys.releaseKey(userId, header);
       } catch (error) {
-        keys.releaseKey(userId, header);
+        await keys.releaseKey(userId, header);
         throw error;
       } finally {
         settle();

@@ -38,14 +38,14 @@ export function authOperations({ users, refreshTokens, accessTokens, config, clo
     response: Session,
     problems: ['invalid_credentials'],
     async handle({ body }) {
-      const found = users.findCredentials(body.email);
+      const found = await users.findCredentials(body.email);
       // Unknown emails are checked against a dummy hash so both cases take the same time.
       const matches = await verifyPassword(body.password, found?.passwordHash ?? dummyHash);
       if (!found || !matches || !found.user.isActive) {
         throw new AppError('invalid_credentials', 'The email or password is incorrect.');
       }
       const now = clock();
-      return session(found.user, refreshTokens.startFamily(found.user.id, now, config.refreshTokenTtlSeconds), now);
+      return session(found.user, await refreshTokens.startFamily(found.user.id, now, config.refreshTokenTtlSeconds), now);
     },
   });
 
@@ -56,10 +56,10 @@ export function authOperations({ users, refreshTokens, accessTokens, config, clo
     body: RefreshTokenRequest,
     response: Session,
     problems: ['session_expired'],
-    handle({ body }) {
+    async handle({ body }) {
       const now = clock();
-      const exchange = refreshTokens.exchangeToken(body.refreshToken, now, config.refreshTokenTtlSeconds);
-      const user = exchange.ok ? users.findUser(exchange.userId) : undefined;
+      const exchange = await refreshTokens.exchangeToken(body.refreshToken, now, config.refreshTokenTtlSeconds);
+      const user = exchange.ok ? await users.findUser(exchange.userId) : undefined;
       if (!exchange.ok || !user) throw new AppError('session_expired', 'The refresh token was already used, revoked or has expired; sign in again.');
       return session(user, exchange.refreshToken, now);
     },
@@ -71,8 +71,8 @@ export function authOperations({ users, refreshTokens, accessTokens, config, clo
     tag: 'auth',
     body: RefreshTokenRequest,
     response: NullBody,
-    handle({ body, user }) {
-      refreshTokens.revokeToken(body.refreshToken, user.id, clock());
+    async handle({ body, user }) {
+      await refreshTokens.revokeToken(body.refreshToken, user.id, clock());
       return null;
     },
   });

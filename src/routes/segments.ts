@@ -56,7 +56,7 @@ export function segmentOperations({ segments, audience, customers, model, clock 
     response: SegmentDraft,
     problems: ['llm_error', 'llm_unavailable'],
     async handle({ body, ctx }) {
-      const found = await draftSegment(model, body.description, customers.countryNames(), ctx.signal);
+      const found = await draftSegment(model, body.description, await customers.countryNames(), ctx.signal);
       return { ...found, description: describeAudience(found.conditions), size: await countMatches(found.conditions) };
     },
   });
@@ -81,9 +81,9 @@ export function segmentOperations({ segments, audience, customers, model, clock 
     response: Segment,
     problems: ['not_found'],
     async handle({ params }) {
-      const segment = segments.getSegment(params.id);
+      const segment = await segments.getSegment(params.id);
       const matchCount = await countMatches(segment.conditions);
-      segments.storeMatchCount(segment.id, matchCount);
+      await segments.storeMatchCount(segment.id, matchCount);
       return { ...segment, matchCount };
     },
   });
@@ -97,7 +97,7 @@ export function segmentOperations({ segments, audience, customers, model, clock 
     response: Segment,
     problems: ['not_found'],
     async handle({ params, body }) {
-      const conditions = body.conditions ?? segments.getSegment(params.id).conditions;
+      const conditions = body.conditions ?? (await segments.getSegment(params.id)).conditions;
       const matchCount = await countMatches(conditions);
       return segments.updateSegment(params.id, { name: body.name, conditions: body.conditions, matchCount }, clock());
     },
@@ -110,8 +110,8 @@ export function segmentOperations({ segments, audience, customers, model, clock 
     params: IdParams,
     response: NullBody,
     problems: ['not_found'],
-    handle({ params }) {
-      segments.deleteSegment(params.id);
+    async handle({ params }) {
+      await segments.deleteSegment(params.id);
       return null;
     },
   });

@@ -51,7 +51,7 @@ export function userOperations({ users, clock, passwordCost }: { users: UserRepo
     response: User,
     problems: ['not_found', 'conflict'],
     async handle({ params, body }) {
-      if (!users.findUser(params.id)) throw new AppError('not_found', `No user with id ${params.id}.`);
+      if (!(await users.findUser(params.id))) throw new AppError('not_found', `No user with id ${params.id}.`);
       const passwordHash = body.password === undefined ? undefined : await hashPassword(body.password, passwordCost);
       return users.updateUser(params.id, { fullName: body.fullName, role: body.role, isActive: body.isActive, passwordHash }, clock());
     },
