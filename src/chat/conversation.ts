@@ -2,13 +2,14 @@
 // the tools, the turn itself (tools run or proposed), and the checks on what comes back. The streamed and the whole
 // reply run the same conversation.
 import type { ChatMessage, ChatRepository, NewAction } from '../db/chat.ts';
+import type { CustomerRepository } from '../customers/index.ts';
 import type { SegmentRepository } from '../db/segments.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { CustomerFigures } from '../domain/customer-summary.ts';
 import { AppError } from '../domain/errors.ts';
 import { cutReplyDetail, type LanguageModel, type ModelMessage, type ModelRequest } from '../llm/model.ts';
 import { groundingReader } from './grounding.ts';
-import { localTurn } from './local-actions.ts';
+import { localTurn, readsCountries } from './local-actions.ts';
 import { chatPrompt, HISTORY_TURNS } from './prompt.ts';
 import { runTurn, type TurnOutput, type TurnResult } from './tool-loop.ts';
 import type { ToolTurn } from './tool.ts';
@@ -23,7 +24,7 @@ export const proposalsOnly = (count: number) => `Here ${count === 1 ? 'is a prop
 
 export interface ConversationDeps {
   chats: ChatRepository;
-  customers: CustomerFigures & { countryNames(): string[] };
+  customers: CustomerFigures & Pick<CustomerRepository, 'countryNames'>;
   segments: Pick<SegmentRepository, 'listSegments'>;
   model: LanguageModel;
   /** Runs one tool call as the turn's user (see tool-runner.ts). */
@@ -56,19 +57,21 @@ export function createConversation({ chats, customers, segments, model, runTool,
   const facts = groundingReader(customers, segments, customersGeneration);
   return {
     /**
-     * Returns the request answering `content` after the thread's stored messages, with the facts as they are now
-     * and the tools. Call it before storing `content`, so the new message is not in the history twice.
+     * Resolves to the request answering `content` after the thread's stored messages, with the facts as they are
+     * now and the tools. Call it before storing `content`, so the new message is not in the history twice.
      */
-    request(threadId: string, content: string, signal: AbortSignal): ModelRequest {
-      const history = chats.lastMessages(threadId, HISTORY_TURNS).map(asTurn);
-      const grounding = facts(clock());
+    async request(threadId: string, content: string, signal: AbortSignal): Promise<ModelRequest> {
+      const history = (await chats.lastMessages(threadId, HISTORY_TURNS)).map(asTurn);
+      const grounding = await facts(clock());
       const prompt = chatPrompt(grounding, history, content, promptBudget);
+      // The local generator is synchronous: the country names it may need are read now, and only if it may need them.
+      const countries = readsCountries(content) ? await customers.countryNames() : [];
       return {
         system: prompt.system,
         messages: prompt.messages,
         tools: TOOL_SPECS,
         signal,
-        local: (messages) => localTurn(grounding, content, messages, () => customers.countryNames()),
+        local: (messages) => localTurn(grounding, content, messages, () => countries),
       };
     },
 

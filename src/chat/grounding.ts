@@ -1,7 +1,7 @@
 // The facts the assistant answers from, read live at the time of a message. No customer names or emails enter
 // here: these facts go to a third-party model provider.
 import type { SegmentRepository } from '../db/segments.ts';
-import { summarizeCustomers, type CustomerFigures, type Kpis, type TrendPoint } from '../domain/customer-summary.ts';
+import { summarizeCustomers, type CustomerFigures, type CustomerSummary, type Kpis, type TrendPoint } from '../domain/customer-summary.ts';
 import type { CustomerStatus, Health } from '../domain/customers.ts';
 import { describeAudience, type Condition } from '../domain/segments.ts';
 
@@ -41,8 +41,6 @@ export interface Grounding {
 export const TREND_MONTHS = 6;
 export const TOP_CUSTOMERS = 5;
 
-type CustomerSummary = ReturnType<typeof summarizeCustomers>;
-
 /**
  * Returns a reader of the live facts at a given time. The customer figures (a few milliseconds at a million
  * customers) are computed once per second of the clock and customers generation (`generation()` moves with every
@@ -51,15 +49,21 @@ type CustomerSummary = ReturnType<typeof summarizeCustomers>;
  */
 export function groundingReader(customers: CustomerFigures, segments: Pick<SegmentRepository, 'listSegments'>, generation: () => number) {
   let cached: { key: string; summary: CustomerSummary } | undefined;
-  return (now: Date): Grounding => {
+  return async (now: Date): Promise<Grounding> => {
     const key = `${generation()}:${Math.floor(now.getTime() / 1000)}`;
-    if (cached?.key !== key) cached = { key, summary: summarizeCustomers(customers, now, { trendMonths: TREND_MONTHS, topLimit: TOP_CUSTOMERS }) };
-    return readGrounding(cached.summary, segments, now);
+    let summary = cached?.key === key ? cached.summary : undefined;
+    if (!summary) {
+      // Read under the key taken before it: a write meanwhile moves the generation, so the next message reads again.
+      summary = await summarizeCustomers(customers, now, { trendMonths: TREND_MONTHS, topLimit: TOP_CUSTOMERS });
+      cached = { key, summary };
+    }
+    return readGrounding(summary, segments, now);
   };
 }
 
-/** Returns the facts about the base (from its summary at `now`) and its saved segments. */
-export function readGrounding(summary: CustomerSummary, segments: Pick<SegmentRepository, 'listSegments'>, now: Date): Grounding {
+/** Resolves to the facts about the base (from its summary at `now`) and its saved segments, read now. */
+export async function readGrounding(summary: CustomerSummary, segments: Pick<SegmentRepository, 'listSegments'>, now: Date): Promise<Grounding> {
+  const saved = await segments.listSegments();
   return {
     at: now,
     kpis: summary.kpis,
@@ -75,8 +79,7 @@ export function readGrounding(summary: CustomerSummary, segments: Pick<SegmentRe
         totalTransactions: c.totalTransactions,
       })),
     },
-    segments: segments
-      .listSegments()
+    segments: saved
       .map((s) => ({ id: s.id, name: s.name, audience: describeAudience(s.conditions), size: s.matchCount, conditions: s.conditions }))
       .sort((a, b) => b.size - a.size || a.name.localeCompare(b.name, 'en')),
   };

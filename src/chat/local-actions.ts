@@ -17,6 +17,11 @@ const HOW_MANY = /^\s*how\s+many\b([\s\S]*)$/i;
 
 const OBJECTIVE_MAX = 600;
 
+/** Whether the local generator's turns for `question` may read the country names (to parse its conditions). */
+export function readsCountries(question: string): boolean {
+  return !DRAFT_CAMPAIGN.test(question) && (MAKE_SEGMENT.test(question) || HOW_MANY.test(question));
+}
+
 /** Returns the local generator's turn for `question`, given the conversation so far in this turn. */
 export function localTurn(g: Grounding, question: string, messages: readonly ModelTurn[], countries: () => readonly string[]): string | LocalTurn {
   const last = messages[messages.length - 1];

@@ -18,10 +18,10 @@ export interface ReplyStream {
   /** Runs the turn, sending its output as it comes; undefined when the turn stopped because nobody listens. */
   turn(out: TurnOutput): Promise<TurnResult | undefined>;
   /**
-   * Checks and stores the whole turn; returns the stored assistant message, whose content may add words after the
-   * text (a refusal without any), or throws (`llm_error`, `not_found`).
+   * Checks and stores the whole turn; resolves to the stored assistant message, whose content may add words after
+   * the text (a refusal without any), or rejects (`llm_error`, `not_found`).
    */
-  store(result: TurnResult): ChatMessage;
+  store(result: TurnResult): Promise<ChatMessage>;
 }
 
 /** The frame of a proposal, as it is stored: waiting for the user. */
@@ -43,7 +43,7 @@ export async function streamReply({ ctx, heartbeatMs, logger, threadId, userMess
       proposal: (action) => events.send(actionFrame(action)),
     });
     if (ctx.signal.aborted || !result) return;
-    const assistantMessage = store(result);
+    const assistantMessage = await store(result);
     // The deltas joined equal the stored content, also when storing added words.
     const added = assistantMessage.content.slice(result.text.length);
     if (added && !(await events.send({ type: 'delta', text: added }))) return;

@@ -102,7 +102,7 @@ export const draftCampaign = writeTool({
   input: GenerateRequest,
   operationId: 'campaigns.generate',
   async summarize({ segmentId, objective, channel, tone }, use) {
-    const segment = use.segments.findSegment(segmentId);
+    const segment = await use.segments.findSegment(segmentId);
     if (!segment) throw new AppError('validation_failed', 'segmentId: No saved segment has this id; call list_segments for the ids.');
     const brief = objective.length > 120 ? `${objective.slice(0, 119).trimEnd()}…` : objective;
     return `Draft ${channel === 'email' ? 'an email' : channel === 'sms' ? 'an SMS' : 'a push'} campaign for “${segment.name}” — ${brief} (${tone})`;

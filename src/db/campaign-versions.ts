@@ -1,8 +1,7 @@
 // SQL for the versions of a campaign's copy: every copy it has had, numbered from 1. The campaign repository writes
 // them inside its own transactions (src/db/campaigns.ts); this file only reads and appends rows.
 import type { CampaignCopy, VersionSource } from '../domain/campaigns.ts';
-import type { Db } from './database.ts';
-
+import type { SqliteEngine } from './engine.ts';
 
 /** One version as the API shows it; `instruction` and `model` only where they apply. */
 export interface CampaignVersion extends CampaignCopy {
@@ -48,10 +47,21 @@ function toVersion(row: VersionRow): CampaignVersion {
   };
 }
 
-export type CampaignVersionStatements = ReturnType<typeof createCampaignVersionStatements>;
+/**
+ * The version statements. They are synchronous: they run inside the campaign repository's `engine.write` (or
+ * beside its reads), so that a version's number and the change it records commit together.
+ */
+export interface CampaignVersionStatements {
+  /** Appends the next version of the campaign and returns it; runs inside the transaction of the change it records. */
+  append(campaignId: string, version: NewVersion, now: Date): CampaignVersion;
+  /** Returns the campaign's versions, oldest first (none for an unknown campaign). */
+  list(campaignId: string): CampaignVersion[];
+  /** Returns one version, or undefined. */
+  find(campaignId: string, version: number): CampaignVersion | undefined;
+}
 
-/** Returns the version queries, prepared once; `append` must run inside the transaction of the change it records. */
-export function createCampaignVersionStatements(db: Db) {
+/** Returns the version statements, prepared once on the engine's connection. */
+export function createCampaignVersionStatements({ db }: SqliteEngine): CampaignVersionStatements {
   const all = db.prepare<[string], VersionRow>('SELECT * FROM campaign_versions WHERE campaign_id = ? ORDER BY version');
   const one = db.prepare<[string, number], VersionRow>('SELECT * FROM campaign_versions WHERE campaign_id = ? AND version = ?');
   const insert = db.prepare(
@@ -62,17 +72,14 @@ export function createCampaignVersionStatements(db: Db) {
   );
 
   return {
-    /** Appends the next version of the campaign and returns it. */
-    append(campaignId: string, version: NewVersion, now: Date): CampaignVersion {
+    append(campaignId, version, now) {
       const row = insert.get({ campaignId, ...version, instruction: version.instruction ?? null, model: version.model ?? null, now: now.getTime() }) as VersionRow;
       return toVersion(row);
     },
-    /** Returns the campaign's versions, oldest first (none for an unknown campaign). */
-    list(campaignId: string): CampaignVersion[] {
+    list(campaignId) {
       return all.all(campaignId).map(toVersion);
     },
-    /** Returns one version, or undefined. */
-    find(campaignId: string, version: number): CampaignVersion | undefined {
+    find(campaignId, version) {
       const row = one.get(campaignId, version);
       return row && toVersion(row);
     },

@@ -4,7 +4,7 @@ import type { CampaignCopy, CampaignStatus, Channel, Tone } from '../domain/camp
 import { AppError } from '../domain/errors.ts';
 import type { Statement } from 'better-sqlite3';
 import { createCampaignVersionStatements, type CampaignVersion, type NewVersion } from './campaign-versions.ts';
-import type { Db } from './database.ts';
+import type { SqliteEngine } from './engine.ts';
 import type { StoredCondition } from './segments.ts';
 
 /** A campaign as the API shows it: exactly these fields. */
@@ -54,6 +54,7 @@ export interface CampaignMove {
   at: Date;
 }
 
+/** What others write in the campaign repository's transactions. */
 export interface CampaignHooks {
   /**
    * Called inside the transaction of every move, after it is written: what it writes commits or rolls back with the
@@ -62,6 +63,7 @@ export interface CampaignHooks {
   onMove?: (move: CampaignMove) => void;
 }
 
+/** What a list of campaigns is narrowed to. */
 export interface CampaignFilter {
   status?: CampaignStatus;
   channel?: Channel;
@@ -133,10 +135,57 @@ export interface MoveRequest {
 
 const FILTER_COLUMNS = { status: 'status', channel: 'channel', segmentId: 'segment_id' } as const;
 
-export type CampaignRepository = ReturnType<typeof createCampaignRepository>;
+/** A draft to store: everything of a campaign but what the repository sets. */
+export type NewCampaign = Omit<Campaign, 'id' | 'status' | 'createdAt' | 'updatedAt'>;
 
-/** Returns the campaign queries, prepared once; `hooks.onMove` hears every move inside its transaction. */
-export function createCampaignRepository(db: Db, hooks: CampaignHooks = {}) {
+/** Who rewrote a draft with the model, on which instruction (none for variants asked without one). */
+export interface Rewriter<Instruction = string> {
+  instruction: Instruction;
+  model: string;
+  userId: string;
+}
+
+/** The campaigns and their review trail. Each function resolves as said, or rejects with AppError `not_found` / `conflict`. */
+export interface CampaignRepository {
+  /** Resolves to the campaign, or undefined. */
+  findCampaign(id: string): Promise<Campaign | undefined>;
+  /** Resolves to the campaign; rejects with `not_found`. */
+  getCampaign(id: string): Promise<Campaign>;
+  /** Resolves to one page of campaigns, newest first, and how many match. */
+  listCampaigns(filter: CampaignFilter, pageNumber: number, limit: number): Promise<{ items: Campaign[]; total: number }>;
+  /** Stores a new draft, its creation event and its first version; resolves to it. */
+  insertCampaign(campaign: NewCampaign, now: Date): Promise<Campaign>;
+  /** Replaces the copy of a draft by the user's edit, recorded as a version; `not_found`, or `conflict` when it is no longer a draft. */
+  editDraft(id: string, copy: CampaignCopy, userId: string, now: Date): Promise<Campaign>;
+  /** Makes a rewritten copy current, recorded as a `revised` version and in the trail; `not_found` or `conflict`. */
+  reviseDraft(id: string, copy: CampaignCopy, by: Rewriter, now: Date): Promise<Campaign>;
+  /** Stores alternatives as `variant` versions, not made current, noted in the trail; `not_found` or `conflict`. */
+  addVariants(id: string, copies: CampaignCopy[], by: Rewriter<string | null>, now: Date): Promise<CampaignVersion[]>;
+  /** Makes an earlier version's copy current again, as a new `restored` version; `not_found` or `conflict`. */
+  restoreVersion(id: string, version: number, userId: string, now: Date): Promise<Campaign>;
+  /** Resolves to the campaign's versions, oldest first; `not_found`. */
+  listVersions(id: string): Promise<CampaignVersion[]>;
+  /**
+   * Moves the campaign from `from` to `to` and records who did it, with `onMove` in the same transaction; approval
+   * (`audience` required) freezes the audience and a move back to draft clears it. `conflict` if its status is no
+   * longer `from`.
+   */
+  moveCampaign(id: string, change: MoveRequest, now: Date): Promise<Campaign>;
+  /** Resolves to the audience frozen at approval, or undefined before approval; `not_found`. */
+  getAudience(id: string): Promise<FrozenAudience | undefined>;
+  /** Deletes a draft and its trail; `not_found`, or `conflict` when it is not a draft. */
+  deleteDraft(id: string): Promise<void>;
+  /** Resolves to the campaign's trail, oldest first; `not_found`. */
+  listEvents(id: string): Promise<CampaignEvent[]>;
+}
+
+type EventRow = { from_status: CampaignStatus | null; to_status: CampaignStatus; note: string | null; actor_id: string; full_name: string | null; at: number };
+
+const toEvent = (e: EventRow): CampaignEvent => ({ from: e.from_status, to: e.to_status, note: e.note, userId: e.actor_id, userName: e.full_name, at: new Date(e.at).toISOString() });
+
+/** Returns the campaign repository, its statements prepared once; `hooks.onMove` hears every move inside its transaction. */
+export function createCampaignRepository(engine: SqliteEngine, hooks: CampaignHooks = {}): CampaignRepository {
+  const { db } = engine;
   const byId = db.prepare<[string], CampaignRow>('SELECT * FROM campaigns WHERE id = ?');
   /** The list statements for one combination of filters, prepared on first use: each can use its own index. */
   const listStatements = new Map<string, { page: Statement<Record<string, unknown>, CampaignRow>; count: Statement<Record<string, unknown>, { n: number }> }>();
@@ -162,7 +211,7 @@ export function createCampaignRepository(db: Db, hooks: CampaignHooks = {}) {
     `UPDATE campaigns SET title = @title, message = @message, call_to_action = @callToAction, model = coalesce(@model, model), updated_at = @now
      WHERE id = @id AND status = 'draft'`,
   );
-  const versions = createCampaignVersionStatements(db);
+  const versions = createCampaignVersionStatements(engine);
   // Approval freezes the audience; a move back to draft clears it; marking sent keeps it.
   const move = db.prepare(
     `UPDATE campaigns SET status = @to, updated_at = @now,
@@ -176,32 +225,33 @@ export function createCampaignRepository(db: Db, hooks: CampaignHooks = {}) {
   const addEvent = db.prepare(
     'INSERT INTO campaign_events (campaign_id, from_status, to_status, note, actor_id, at) VALUES (@id, @from, @to, @note, @userId, @now)',
   );
-  const events = db.prepare<[string], { from_status: CampaignStatus | null; to_status: CampaignStatus; note: string | null; actor_id: string; full_name: string | null; at: number }>(
+  const events = db.prepare<[string], EventRow>(
     `SELECT e.from_status, e.to_status, e.note, e.actor_id, u.full_name, e.at
      FROM campaign_events e LEFT JOIN users u ON u.id = e.actor_id WHERE e.campaign_id = ? ORDER BY e.id`,
   );
 
   /** Totals per filter, remembered until a campaign changes: counting 100,000 rows per page view would dominate the list. */
   const totals = new Map<string, number>();
+  /** Called inside the write that changes them, so no read after its commit can find the old totals. */
   const changed = () => totals.clear();
   const filterParams = (filter: CampaignFilter): Record<string, string> =>
     Object.fromEntries(Object.entries(filter).filter(([name, value]) => name in FILTER_COLUMNS && value !== undefined));
 
-  const findCampaign = (id: string): Campaign | undefined => {
+  // The synchronous parts below run inside one `engine.write` each (or as plain reads).
+  const find = (id: string): Campaign | undefined => {
     const row = byId.get(id);
     return row && toCampaign(row);
   };
-  const getCampaign = (id: string): Campaign => {
-    const found = findCampaign(id);
+  const get = (id: string): Campaign => {
+    const found = find(id);
     if (!found) throw new AppError('not_found', `No campaign with id ${id}.`);
     return found;
   };
 
-  const insertCampaign = db.transaction((campaign: Omit<Campaign, 'id' | 'status' | 'createdAt' | 'updatedAt'>, id: string, now: Date) => {
-    insert.run({ ...campaign, id, now: now.getTime() });
-    addEvent.run({ id, from: null, to: 'draft', note: null, userId: campaign.createdBy, now: now.getTime() });
-    versions.append(id, { ...copyOf(campaign), source: 'generated', model: campaign.model, createdBy: campaign.createdBy }, now);
-  });
+  /** Throws `not_found`, or `conflict` saying that only drafts can be `what`. */
+  const notDraft = (id: string, what: string): never => {
+    throw new AppError('conflict', `Only drafts can be ${what}; this campaign is ${get(id).status}.`);
+  };
 
   /** Makes `copy` the draft's current copy and records it as the next version; throws `not_found` or `conflict`. */
   const replaceCopy = (id: string, copy: CampaignCopy, version: Omit<NewVersion, keyof CampaignCopy>, now: Date): CampaignVersion => {
@@ -209,43 +259,11 @@ export function createCampaignRepository(db: Db, hooks: CampaignHooks = {}) {
     return versions.append(id, { ...copy, ...version }, now);
   };
 
-  /** Throws `not_found`, or `conflict` saying that only drafts can be `what`. */
-  const notDraft = (id: string, what: string): never => {
-    const current = getCampaign(id);
-    throw new AppError('conflict', `Only drafts can be ${what}; this campaign is ${current.status}.`);
-  };
-
   /** A line of the trail that is no move: the draft stays a draft, the note says what happened to its copy. */
   const noteOnDraft = (id: string, note: string, userId: string, now: Date) => addEvent.run({ id, from: 'draft', to: 'draft', note, userId, now: now.getTime() });
 
-  const editDraft = db.transaction((id: string, copy: CampaignCopy, userId: string, now: Date) => {
-    replaceCopy(id, copy, { source: 'edited', createdBy: userId }, now);
-  });
-
-  const reviseDraft = db.transaction((id: string, copy: CampaignCopy, by: { instruction: string; model: string; userId: string }, now: Date) => {
-    const { version } = replaceCopy(id, copy, { source: 'revised', instruction: by.instruction, model: by.model, createdBy: by.userId }, now);
-    noteOnDraft(id, `Revised as version ${version}: ${by.instruction}`, by.userId, now);
-  });
-
-  const addVariants = db.transaction((id: string, copies: CampaignCopy[], by: { instruction: string | null; model: string; userId: string }, now: Date): CampaignVersion[] => {
-    const current = byId.get(id);
-    if (current?.status !== 'draft') notDraft(id, 'given variants');
-    const added = copies.map((copy) => versions.append(id, { ...copy, source: 'variant', instruction: by.instruction, model: by.model, createdBy: by.userId }, now));
-    const numbers = added.map((v) => v.version);
-    noteOnDraft(id, `${added.length} variants offered as versions ${numbers.slice(0, -1).join(', ')} and ${numbers.at(-1)}${by.instruction ? `: ${by.instruction}` : ''}`, by.userId, now);
-    return added;
-  });
-
-  const restoreVersion = db.transaction((id: string, number: number, userId: string, now: Date) => {
-    getCampaign(id);
-    const chosen = versions.find(id, number);
-    if (!chosen) throw new AppError('not_found', `The campaign has no version ${number}.`);
-    const { version } = replaceCopy(id, copyOf(chosen), { source: 'restored', model: chosen.model ?? null, createdBy: userId }, now);
-    noteOnDraft(id, `Restored version ${number} as version ${version}`, userId, now);
-  });
-
-  const moveCampaign = db.transaction((id: string, change: MoveRequest, now: Date) => {
-    const { from, to, note, userId, audience } = change;
+  /** Writes the move and its event, then lets `onMove` write in the same transaction; returns the campaign after it. */
+  const moveNow = (id: string, { from, to, note, userId, audience }: MoveRequest, now: Date): Campaign => {
     const frozen = to === 'approved' ? audience : undefined;
     if (to === 'approved' && !frozen) throw new Error('Approval needs the audience to freeze.');
     const params = {
@@ -262,15 +280,19 @@ export function createCampaignRepository(db: Db, hooks: CampaignHooks = {}) {
     addEvent.run({ id, from, to, note, userId, now: params.now });
     const row = byId.get(id)!;
     hooks.onMove?.({ campaign: toCampaign(row), from, to, by: userId, note, audience: to === 'approved' ? toAudience(row) : undefined, at: now });
-  });
+    return toCampaign(row);
+  };
 
   return {
-    findCampaign,
-    /** Returns the campaign; throws `not_found`. */
-    getCampaign,
+    async findCampaign(id) {
+      return find(id);
+    },
 
-    /** Returns one page of campaigns, newest first, and how many match. */
-    listCampaigns(filter: CampaignFilter, pageNumber: number, limit: number): { items: Campaign[]; total: number } {
+    async getCampaign(id) {
+      return get(id);
+    },
+
+    async listCampaigns(filter, pageNumber, limit) {
       const params = filterParams(filter);
       const statements = statementsFor(params);
       const key = JSON.stringify(params);
@@ -284,75 +306,84 @@ export function createCampaignRepository(db: Db, hooks: CampaignHooks = {}) {
       return { items, total };
     },
 
-    /** Stores a new draft and its creation event; returns it. */
-    insertCampaign(campaign: Omit<Campaign, 'id' | 'status' | 'createdAt' | 'updatedAt'>, now: Date): Campaign {
+    insertCampaign(campaign, now) {
       const id = randomUUID();
-      insertCampaign.immediate(campaign, id, now);
-      changed();
-      return getCampaign(id);
+      return engine.write(() => {
+        insert.run({ ...campaign, id, now: now.getTime() });
+        addEvent.run({ id, from: null, to: 'draft', note: null, userId: campaign.createdBy, now: now.getTime() });
+        versions.append(id, { ...copyOf(campaign), source: 'generated', model: campaign.model, createdBy: campaign.createdBy }, now);
+        changed();
+        return get(id);
+      });
     },
 
-    /** Replaces the copy of a draft by the user's edit, recorded as a version; throws `not_found`, or `conflict` when it is no longer a draft. */
-    editDraft(id: string, copy: CampaignCopy, userId: string, now: Date): Campaign {
-      editDraft.immediate(id, copy, userId, now);
-      return getCampaign(id);
+    editDraft(id, copy, userId, now) {
+      return engine.write(() => {
+        replaceCopy(id, copy, { source: 'edited', createdBy: userId }, now);
+        return get(id);
+      });
     },
 
-    /** Makes a rewritten copy current, recorded as a `revised` version and in the trail; throws `not_found` or `conflict`. */
-    reviseDraft(id: string, copy: CampaignCopy, by: { instruction: string; model: string; userId: string }, now: Date): Campaign {
-      reviseDraft.immediate(id, copy, by, now);
-      changed();
-      return getCampaign(id);
+    reviseDraft(id, copy, by, now) {
+      return engine.write(() => {
+        const { version } = replaceCopy(id, copy, { source: 'revised', instruction: by.instruction, model: by.model, createdBy: by.userId }, now);
+        noteOnDraft(id, `Revised as version ${version}: ${by.instruction}`, by.userId, now);
+        changed();
+        return get(id);
+      });
     },
 
-    /** Stores alternatives as `variant` versions, not made current, noted in the trail; throws `not_found` or `conflict`. */
-    addVariants(id: string, copies: CampaignCopy[], by: { instruction: string | null; model: string; userId: string }, now: Date): CampaignVersion[] {
-      return addVariants.immediate(id, copies, by, now);
+    addVariants(id, copies, by, now) {
+      return engine.write(() => {
+        if (byId.get(id)?.status !== 'draft') notDraft(id, 'given variants');
+        const added = copies.map((copy) => versions.append(id, { ...copy, source: 'variant', instruction: by.instruction, model: by.model, createdBy: by.userId }, now));
+        const numbers = added.map((v) => v.version);
+        noteOnDraft(id, `${added.length} variants offered as versions ${numbers.slice(0, -1).join(', ')} and ${numbers.at(-1)}${by.instruction ? `: ${by.instruction}` : ''}`, by.userId, now);
+        return added;
+      });
     },
 
-    /** Makes an earlier version's copy current again, as a new `restored` version; throws `not_found` or `conflict`. */
-    restoreVersion(id: string, version: number, userId: string, now: Date): Campaign {
-      restoreVersion.immediate(id, version, userId, now);
-      changed();
-      return getCampaign(id);
+    restoreVersion(id, number, userId, now) {
+      return engine.write(() => {
+        get(id);
+        const chosen = versions.find(id, number);
+        if (!chosen) throw new AppError('not_found', `The campaign has no version ${number}.`);
+        const { version } = replaceCopy(id, copyOf(chosen), { source: 'restored', model: chosen.model ?? null, createdBy: userId }, now);
+        noteOnDraft(id, `Restored version ${number} as version ${version}`, userId, now);
+        changed();
+        return get(id);
+      });
     },
 
-    /** Returns the campaign's versions, oldest first; throws `not_found`. */
-    listVersions(id: string): CampaignVersion[] {
-      getCampaign(id);
+    async listVersions(id) {
+      get(id);
       return versions.list(id);
     },
 
-    /**
-     * Moves the campaign from `from` to `to` and records who did it; approval (`audience` required) freezes the
-     * audience and a move back to draft clears it. Throws `conflict` if its status is no longer `from`.
-     */
-    moveCampaign(id: string, change: MoveRequest, now: Date): Campaign {
-      moveCampaign.immediate(id, change, now);
-      changed();
-      return getCampaign(id);
+    moveCampaign(id, change, now) {
+      return engine.write(() => {
+        const campaign = moveNow(id, change, now);
+        changed();
+        return campaign;
+      });
     },
 
-    /** Returns the audience frozen at approval, or undefined before approval; throws `not_found`. */
-    getAudience(id: string): FrozenAudience | undefined {
+    async getAudience(id) {
       const row = byId.get(id);
       if (!row) throw new AppError('not_found', `No campaign with id ${id}.`);
       return toAudience(row);
     },
 
-    /** Deletes a draft and its trail; throws `not_found`, or `conflict` when it is not a draft. */
-    deleteDraft(id: string): void {
-      if (remove.run(id).changes === 0) {
-        const current = getCampaign(id);
-        throw new AppError('conflict', `Only drafts can be deleted; this campaign is ${current.status}.`);
-      }
-      changed();
+    deleteDraft(id) {
+      return engine.write(() => {
+        if (remove.run(id).changes === 0) notDraft(id, 'deleted');
+        changed();
+      });
     },
 
-    /** Returns the campaign's trail, oldest first; throws `not_found`. */
-    listEvents(id: string): CampaignEvent[] {
-      getCampaign(id);
-      return events.all(id).map((e) => ({ from: e.from_status, to: e.to_status, note: e.note, userId: e.actor_id, userName: e.full_name, at: new Date(e.at).toISOString() }));
+    async listEvents(id) {
+      get(id);
+      return events.all(id).map(toEvent);
     },
   };
 }

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_THREAD_TITLE, titleFromMessage, type ActionKind, type ActionStatus, type MessageRole } from '../domain/chat.ts';
 import { AppError } from '../domain/errors.ts';
-import type { Db } from './database.ts';
+import type { SqliteEngine } from './engine.ts';
 
 /** A thread as the API shows it: exactly these fields. */
 export interface ChatThread {
@@ -123,10 +123,43 @@ const isTruncated = (m: NewMessage): 0 | 1 => (m.role === 'assistant' && m.trunc
 const notFound = (id: string) => new AppError('not_found', `No chat thread with id ${id}.`);
 const noAction = (id: string) => new AppError('not_found', `No proposal with id ${id} in this thread.`);
 
-export type ChatRepository = ReturnType<typeof createChatRepository>;
+/** A proposal with what its confirm answered (`result`, once confirmed). */
+export type StoredAction = ChatAction & { result?: unknown };
 
-/** Returns the chat queries, prepared once. */
-export function createChatRepository(db: Db) {
+/**
+ * The chat threads and their messages. Every function names the owner: another user's thread is `not_found`
+ * (AppError), exactly like one that does not exist.
+ */
+export interface ChatRepository {
+  /** Stores a thread for the user, with the default title when none is given (a first message may rename it then). */
+  createThread(userId: string, title: string | undefined, now: Date): Promise<ChatThread>;
+  /** Resolves to the user's thread; rejects with `not_found`, also when it belongs to someone else. */
+  getThread(userId: string, id: string): Promise<ChatThread>;
+  /** Resolves to one page of the user's threads, most recently updated first, and how many they have. */
+  listThreads(userId: string, page: number, limit: number): Promise<{ items: ChatThread[]; total: number }>;
+  /** Deletes the user's thread with its messages; `not_found`. */
+  deleteThread(userId: string, id: string): Promise<void>;
+  /** Resolves to the thread's messages, oldest first; `not_found` unless the user owns it. */
+  listMessages(userId: string, threadId: string): Promise<ChatMessage[]>;
+  /** Resolves to the last `count` messages of a thread, oldest first. */
+  lastMessages(threadId: string, count: number): Promise<ChatMessage[]>;
+  /**
+   * Stores the messages in order, with their proposals, in one transaction, counting them on the thread and moving
+   * its `updatedAt`; resolves to them as stored. `not_found` when the user has no such thread (any more).
+   */
+  addMessages(userId: string, threadId: string, messages: readonly NewMessage[], now: Date): Promise<ChatMessage[]>;
+  /** Resolves to one proposal of the user's thread; `not_found` when the thread is not the user's or holds no such proposal. */
+  getAction(userId: string, threadId: string, actionId: string): Promise<StoredAction>;
+  /**
+   * Ends a proposal: confirmed with what its operation answered, or rejected. Resolves to the proposal as it is
+   * afterwards: a proposal already confirmed or rejected is left as it was. `not_found` as `getAction`.
+   */
+  settleAction(userId: string, threadId: string, actionId: string, outcome: ActionOutcome, now: Date): Promise<StoredAction>;
+}
+
+/** Returns the chat repository, its statements prepared once. */
+export function createChatRepository(engine: SqliteEngine): ChatRepository {
+  const { db } = engine;
   const insertThread = db.prepare(
     `INSERT INTO chat_threads (id, user_id, title, title_is_auto, message_count, created_at, updated_at)
      VALUES (@id, @userId, @title, @titleIsAuto, 0, @now, @now)`,
@@ -152,6 +185,7 @@ export function createChatRepository(db: Db) {
      VALUES (@id, @messageId, @threadId, @kind, @input, @summary, 'proposed', @now, @now)`,
   );
   const actionsOfThread = db.prepare<[string], ActionRow>('SELECT * FROM chat_actions WHERE thread_id = ? ORDER BY seq');
+  // SQLite's json_each; PostgreSQL will take the ids as an array (= ANY($1)).
   const actionsOfMessages = db.prepare<[string], ActionRow>(
     'SELECT * FROM chat_actions WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY seq',
   );
@@ -160,7 +194,7 @@ export function createChatRepository(db: Db) {
      WHERE a.id = ? AND a.thread_id = ? AND t.user_id = ?`,
   );
   // Only a proposal moves: a second confirm or a reject after a confirm changes nothing.
-  const settleAction = db.prepare(
+  const settle = db.prepare(
     `UPDATE chat_actions SET status = @status, result = @result, result_id = @resultId, updated_at = @now
      WHERE id = @id AND status = 'proposed'`,
   );
@@ -174,13 +208,21 @@ export function createChatRepository(db: Db) {
      WHERE id = @threadId AND user_id = @userId`,
   );
 
-  const getThread = (userId: string, id: string): ChatThread => {
+  // The synchronous parts below run inside one `engine.write` each (or as plain reads).
+  const thread = (userId: string, id: string): ChatThread => {
     const row = threadById.get(id, userId);
     if (!row) throw notFound(id);
     return toThread(row);
   };
 
-  const addMessages = db.transaction((userId: string, threadId: string, messages: readonly NewMessage[], now: number): string[] => {
+  const action = (userId: string, threadId: string, actionId: string): StoredAction => {
+    const row = actionById.get(actionId, threadId, userId);
+    if (!row) throw noAction(actionId);
+    return { ...toAction(row), ...(row.result !== null ? { result: JSON.parse(row.result) as unknown } : {}) };
+  };
+
+  /** Writes the messages and their proposals after counting them on the thread; returns their ids, in order. */
+  const insertMessages = (userId: string, threadId: string, messages: readonly NewMessage[], now: number): string[] => {
     const firstUser = messages.find((m) => m.role === 'user');
     const touched = touchThread.run({ threadId, userId, count: messages.length, now, autoTitle: firstUser ? titleFromMessage(firstUser.content) : null });
     if (touched.changes === 0) throw notFound(threadId);
@@ -192,12 +234,6 @@ export function createChatRepository(db: Db) {
       }
       return id;
     });
-  });
-
-  const getAction = (userId: string, threadId: string, actionId: string): ChatAction & { result?: unknown } => {
-    const row = actionById.get(actionId, threadId, userId);
-    if (!row) throw noAction(actionId);
-    return { ...toAction(row), ...(row.result !== null ? { result: JSON.parse(row.result) as unknown } : {}) };
   };
 
   /** Returns the messages with their proposals. */
@@ -211,80 +247,70 @@ export function createChatRepository(db: Db) {
     return rows.map((row) => toMessage(row, byMessage.get(row.id)));
   };
 
+  /** A message as stored by `insertMessages`, without reading it back. */
+  const asStored = (threadId: string, m: NewMessage, id: string, now: number): ChatMessage =>
+    toMessage(
+      { id, thread_id: threadId, role: m.role, content: m.content, model: m.role === 'assistant' ? m.model : null, truncated: isTruncated(m), created_at: now },
+      m.role === 'assistant' ? (m.actions ?? []).map((a) => ({ ...a, status: 'proposed' as const })) : [],
+    );
+
   return {
-    /** Stores a thread for the user, with the default title when none is given (a first message may rename it then). */
-    createThread(userId: string, title: string | undefined, now: Date): ChatThread {
+    createThread(userId, title, now) {
       const id = randomUUID();
-      insertThread.run({ id, userId, title: title ?? DEFAULT_THREAD_TITLE, titleIsAuto: title === undefined ? 1 : 0, now: now.getTime() });
-      return getThread(userId, id);
+      return engine.write(() => {
+        insertThread.run({ id, userId, title: title ?? DEFAULT_THREAD_TITLE, titleIsAuto: title === undefined ? 1 : 0, now: now.getTime() });
+        return thread(userId, id);
+      });
     },
 
-    /** Returns the user's thread; throws `not_found`, also when it belongs to someone else. */
-    getThread,
+    async getThread(userId, id) {
+      return thread(userId, id);
+    },
 
-    /** Returns one page of the user's threads, most recently updated first, and how many they have. */
-    listThreads(userId: string, page: number, limit: number): { items: ChatThread[]; total: number } {
+    async listThreads(userId, page, limit) {
       const total = threadCount.get(userId)!.n;
       const offset = (page - 1) * limit;
       return { items: offset < total ? threadPage.all(userId, limit, offset).map(toThread) : [], total };
     },
 
-    /** Deletes the user's thread with its messages; throws `not_found`. */
-    deleteThread(userId: string, id: string): void {
-      if (removeThread.run(id, userId).changes === 0) throw notFound(id);
+    deleteThread(userId, id) {
+      return engine.write(() => {
+        if (removeThread.run(id, userId).changes === 0) throw notFound(id);
+      });
     },
 
-    /** Returns the thread's messages, oldest first; throws `not_found` unless the user owns it. */
-    listMessages(userId: string, threadId: string): ChatMessage[] {
-      getThread(userId, threadId);
+    async listMessages(userId, threadId) {
+      thread(userId, threadId);
       return withActions(messagesOf.all(threadId), actionsOfThread.all(threadId));
     },
 
-    /** Returns the last `count` messages of a thread, oldest first. */
-    lastMessages(threadId: string, count: number): ChatMessage[] {
+    async lastMessages(threadId, count) {
       const rows = lastMessagesOf.all(threadId, count);
       return withActions(rows, actionsOfMessages.all(JSON.stringify(rows.map((r) => r.id))));
     },
 
-    /**
-     * Stores the messages in order in one transaction, counting them on the thread and moving its `updatedAt`;
-     * returns them as stored. Throws `not_found` when the user has no such thread (any more).
-     */
-    addMessages(userId: string, threadId: string, messages: readonly NewMessage[], now: Date): ChatMessage[] {
-      const ids = addMessages.immediate(userId, threadId, messages, now.getTime());
-      return messages.map((m, i) =>
-        toMessage({
-          id: ids[i]!,
-          thread_id: threadId,
-          role: m.role,
-          content: m.content,
-          model: m.role === 'assistant' ? m.model : null,
-          truncated: isTruncated(m),
-          created_at: now.getTime(),
-        }, m.role === 'assistant' ? (m.actions ?? []).map((a) => ({ ...a, status: 'proposed' as const })) : []),
-      );
+    async addMessages(userId, threadId, messages, now) {
+      const at = now.getTime();
+      const ids = await engine.write(() => insertMessages(userId, threadId, messages, at));
+      return messages.map((m, i) => asStored(threadId, m, ids[i]!, at));
     },
 
-    /**
-     * Returns one proposal of the user's thread with what its confirm answered (`result`, once confirmed); throws
-     * `not_found` when the thread is not the user's or holds no such proposal.
-     */
-    getAction,
+    async getAction(userId, threadId, actionId) {
+      return action(userId, threadId, actionId);
+    },
 
-    /**
-     * Ends a proposal: confirmed with what its operation answered, or rejected. Returns the proposal as it is
-     * afterwards: a proposal already confirmed or rejected is left as it was.
-     */
-    settleAction(userId: string, threadId: string, actionId: string, outcome: ActionOutcome, now: Date): ChatAction & { result?: unknown } {
-      getAction(userId, threadId, actionId);
-      settleAction.run({
-        id: actionId,
-        status: outcome.status,
-        result: outcome.status === 'confirmed' ? JSON.stringify(outcome.result) : null,
-        resultId: outcome.status === 'confirmed' ? outcome.resultId : null,
-        now: now.getTime(),
+    settleAction(userId, threadId, actionId, outcome, now) {
+      return engine.write(() => {
+        action(userId, threadId, actionId);
+        settle.run({
+          id: actionId,
+          status: outcome.status,
+          result: outcome.status === 'confirmed' ? JSON.stringify(outcome.result) : null,
+          resultId: outcome.status === 'confirmed' ? outcome.resultId : null,
+          now: now.getTime(),
+        });
+        return action(userId, threadId, actionId);
       });
-      return getAction(userId, threadId, actionId);
     },
   };
 }

@@ -25,9 +25,9 @@ export interface CampaignVersionDeps {
 export function campaignVersionOperations({ campaigns, segments, audience, model, clock }: CampaignVersionDeps) {
   /** The draft and what a rewrite of it starts from; `conflict` before any model call when it is not a draft. */
   const rewriteOf = async (id: string, what: string): Promise<{ campaign: Campaign; rewrite: Rewrite }> => {
-    const campaign = campaigns.getCampaign(id);
+    const campaign = await campaigns.getCampaign(id);
     if (campaign.status !== 'draft') throw new AppError('conflict', `Only drafts can be ${what}; this campaign is ${campaign.status}.`);
-    const segment = segments.findSegment(campaign.segmentId);
+    const segment = await segments.findSegment(campaign.segmentId);
     const brief = {
       // The audience as it is now; a deleted segment is named as it was.
       audience: segment ? describeAudience(segment.conditions) : `customers of the former segment "${campaign.segmentName}"`,
@@ -51,7 +51,7 @@ export function campaignVersionOperations({ campaigns, segments, audience, model
     async handle({ params, body, user, ctx }) {
       const { rewrite } = await rewriteOf(params.id, 'revised');
       const copy = await reviseCopy(model, rewrite, body.instruction, ctx.signal);
-      return campaigns.reviseDraft(params.id, copy, { instruction: body.instruction, model: model.model, userId: user.id }, clock());
+      return await campaigns.reviseDraft(params.id, copy, { instruction: body.instruction, model: model.model, userId: user.id }, clock());
     },
   });
 
@@ -67,7 +67,7 @@ export function campaignVersionOperations({ campaigns, segments, audience, model
     async handle({ params, body, user, ctx }) {
       const { rewrite } = await rewriteOf(params.id, 'given variants');
       const copies = await copyVariants(model, rewrite, body.count, body.instruction, ctx.signal);
-      return { variants: campaigns.addVariants(params.id, copies, { instruction: body.instruction ?? null, model: model.model, userId: user.id }, clock()) };
+      return { variants: await campaigns.addVariants(params.id, copies, { instruction: body.instruction ?? null, model: model.model, userId: user.id }, clock()) };
     },
   });
 
@@ -78,8 +78,8 @@ export function campaignVersionOperations({ campaigns, segments, audience, model
     params: IdParams,
     response: CampaignVersionList,
     problems: ['not_found'],
-    handle({ params }) {
-      return campaigns.listVersions(params.id);
+    async handle({ params }) {
+      return await campaigns.listVersions(params.id);
     },
   });
 
@@ -90,8 +90,8 @@ export function campaignVersionOperations({ campaigns, segments, audience, model
     params: VersionParams,
     response: CampaignSchema,
     problems: ['not_found', 'conflict'],
-    handle({ params, user }) {
-      return campaigns.restoreVersion(params.id, Number(params.version), user.id, clock());
+    async handle({ params, user }) {
+      return await campaigns.restoreVersion(params.id, Number(params.version), user.id, clock());
     },
   });
 

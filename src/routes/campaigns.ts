@@ -42,12 +42,12 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
     response: Campaign,
     problems: ['llm_error', 'llm_unavailable'],
     async handle({ body, user, ctx }) {
-      const segment = segments.findSegment(body.segmentId);
+      const segment = await segments.findSegment(body.segmentId);
       if (!segment) throw invalidField('segmentId', 'No saved segment has this id.');
       const audienceSize = await audience.count(compileConditions(segment.conditions, clock()));
       const brief = { audience: describeAudience(segment.conditions), audienceSize, objective: body.objective, channel: body.channel, tone: body.tone };
       const copy = await draftCopy(model, brief, ctx.signal);
-      return campaigns.insertCampaign(
+      return await campaigns.insertCampaign(
         { ...copy, segmentId: segment.id, segmentName: segment.name, objective: body.objective, channel: body.channel, tone: body.tone, model: model.model, createdBy: user.id },
         clock(),
       );
@@ -60,9 +60,9 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
     tag: 'campaigns',
     query: CampaignListQuery,
     response: CampaignPage,
-    handle({ query }) {
+    async handle({ query }) {
       const { page, limit, ...filter } = query;
-      return { ...campaigns.listCampaigns(filter, page, limit), page, limit };
+      return { ...(await campaigns.listCampaigns(filter, page, limit)), page, limit };
     },
   });
 
@@ -73,8 +73,8 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
     params: IdParams,
     response: Campaign,
     problems: ['not_found'],
-    handle({ params }) {
-      return campaigns.getCampaign(params.id);
+    async handle({ params }) {
+      return await campaigns.getCampaign(params.id);
     },
   });
 
@@ -86,8 +86,8 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
     body: CampaignChanges,
     response: Campaign,
     problems: ['not_found', 'conflict'],
-    handle({ params, body, user }) {
-      const current = campaigns.getCampaign(params.id);
+    async handle({ params, body, user }) {
+      const current = await campaigns.getCampaign(params.id);
       if (current.status !== 'draft') throw new AppError('conflict', `Only drafts can be edited; this campaign is ${current.status}.`);
       const copy = {
         title: body.title ?? current.title,
@@ -95,7 +95,7 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
         callToAction: body.callToAction ?? current.callToAction,
       };
       parseInput(channelCopy(current.channel), copy, 'body');
-      return campaigns.editDraft(params.id, copy, user.id, clock());
+      return await campaigns.editDraft(params.id, copy, user.id, clock());
     },
   });
 
@@ -106,8 +106,8 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
     params: IdParams,
     response: NullBody,
     problems: ['not_found', 'conflict'],
-    handle({ params }) {
-      campaigns.deleteDraft(params.id);
+    async handle({ params }) {
+      await campaigns.deleteDraft(params.id);
       return null;
     },
   });
@@ -122,7 +122,7 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
     response: Campaign,
     problems: ['not_found', 'forbidden', 'conflict'],
     async handle({ params, body, user }) {
-      const current = campaigns.getCampaign(params.id);
+      const current = await campaigns.getCampaign(params.id);
       const from = current.status;
       const to = body.status;
       if (!mayMove(user.role, from, to)) throw new AppError('forbidden', `Your role cannot move a campaign from ${from} to ${to}.`);
@@ -133,13 +133,13 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
         throw new AppError('conflict', `The campaign is ${from}: ${moves}, not to ${to}.`);
       }
       const audienceToFreeze = to === 'approved' ? await segmentAudience(current.segmentId, current.segmentName) : undefined;
-      return campaigns.moveCampaign(params.id, { from, to, note: body.note ?? null, userId: user.id, audience: audienceToFreeze }, clock());
+      return await campaigns.moveCampaign(params.id, { from, to, note: body.note ?? null, userId: user.id, audience: audienceToFreeze }, clock());
     },
   });
 
   /** The segment's conditions and live size, frozen when a campaign for it is approved; `conflict` when it is gone. */
   const segmentAudience = async (segmentId: string, segmentName: string) => {
-    const segment = segments.findSegment(segmentId);
+    const segment = await segments.findSegment(segmentId);
     if (!segment) throw new AppError('conflict', `The segment "${segmentName}" was deleted, so there is no audience to approve; draft the campaign again for a saved segment.`);
     const size = await audience.count(compileConditions(segment.conditions, clock()));
     return { conditions: segment.conditions, description: describeAudience(segment.conditions), size };
@@ -154,9 +154,9 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
     response: CampaignAudience,
     problems: ['not_found', 'conflict'],
     async handle({ params }) {
-      const frozen = campaigns.getAudience(params.id);
+      const frozen = await campaigns.getAudience(params.id);
       if (!frozen) {
-        const { status } = campaigns.getCampaign(params.id);
+        const { status } = await campaigns.getCampaign(params.id);
         const why =
           status === 'draft' || status === 'in_review'
             ? `The campaign is ${status}: its audience is frozen when it is approved.`
@@ -175,8 +175,8 @@ export function campaignOperations({ campaigns, segments, audience, model, clock
     params: IdParams,
     response: CampaignEventList,
     problems: ['not_found'],
-    handle({ params }) {
-      return campaigns.listEvents(params.id);
+    async handle({ params }) {
+      return await campaigns.listEvents(params.id);
     },
   });
 

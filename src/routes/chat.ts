@@ -1,6 +1,7 @@
 // chat.*: a user's assistant threads and their messages, answered whole or streamed as server-sent events, and the
 // assistant's proposals, which only their user can run (confirm) or dismiss (reject).
 import type { Conversation } from '../chat/conversation.ts';
+import { keyQueue } from '../chat/key-queue.ts';
 import { streamReply } from '../chat/reply-stream.ts';
 import type { ToolTurn } from '../chat/tool.ts';
 import { ACTION_KINDS, proposingTool } from '../chat/tools.ts';
@@ -46,6 +47,12 @@ const CONFIRM_RUNS = ACTION_KINDS.map((kind) => `\`${kind}\` as ${proposingTool(
 /** A proposal as the API shows it, without the stored result. */
 const shown = ({ result: _, ...action }: ChatAction & { result?: unknown }): ChatAction => action;
 
+/** What confirming answers: the proposal, now confirmed, and what its operation answered. */
+type Confirmed = { action: ChatAction; result: unknown };
+
+/** A confirm under way: what it will answer, and the signal of the request running it. */
+type ConfirmRun = { answer: Promise<Confirmed>; signal: AbortSignal };
+
 const NOT_YOURS = 'Threads are private: one that belongs to another user is not found, like one that does not exist.';
 
 /** Returns the chat operations. */
@@ -54,7 +61,13 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
    * Confirms under way, by proposal id, with the signal of the request running each: a second confirm meanwhile
    * waits for the first and answers the same, or runs it itself when the first one's client leaves.
    */
-  const confirming = new Map<string, { answer: Promise<{ action: ChatAction; result: unknown }>; signal: AbortSignal }>();
+  const confirming = new Map<string, ConfirmRun>();
+  /**
+   * The steps on one proposal that read it and act on what they read (confirm, reject, storing a confirm), one at a
+   * time per proposal id: the repository is asynchronous, and a write landing between a read and the decision made
+   * from it would run a proposal twice, or reject one that was just confirmed.
+   */
+  const proposals = keyQueue();
 
   /** A turn's tools run the route table's operations as the user, on behalf of this request. */
   const toolTurn = (user: AuthUser, ctx: Context): ToolTurn => ({ signal: ctx.signal, run: (operationId, input) => run(operationId, { ...input, user, ctx }) });
@@ -65,8 +78,8 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     tag: 'chat',
     body: ThreadInput,
     response: Thread,
-    handle({ body, user }) {
-      return chats.createThread(user.id, body.title, clock());
+    async handle({ body, user }) {
+      return await chats.createThread(user.id, body.title, clock());
     },
   });
 
@@ -76,8 +89,8 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     tag: 'chat',
     query: ThreadListQuery,
     response: ThreadPage,
-    handle({ query, user }) {
-      return { ...chats.listThreads(user.id, query.page, query.limit), page: query.page, limit: query.limit };
+    async handle({ query, user }) {
+      return { ...(await chats.listThreads(user.id, query.page, query.limit)), page: query.page, limit: query.limit };
     },
   });
 
@@ -88,8 +101,8 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     params: IdParams,
     response: Thread,
     problems: ['not_found'],
-    handle({ params, user }) {
-      return chats.getThread(user.id, params.id);
+    async handle({ params, user }) {
+      return await chats.getThread(user.id, params.id);
     },
   });
 
@@ -101,8 +114,8 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     // documented problems stay exactly those product.md names for this operation (401, 404, 500).
     response: NullBody,
     problems: ['not_found'],
-    handle({ user, ctx }) {
-      chats.deleteThread(user.id, ctx.params.id!);
+    async handle({ user, ctx }) {
+      await chats.deleteThread(user.id, ctx.params.id!);
       return null;
     },
   });
@@ -114,8 +127,8 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     params: IdParams,
     response: MessageList,
     problems: ['not_found'],
-    handle({ params, user }) {
-      return chats.listMessages(user.id, params.id);
+    async handle({ params, user }) {
+      return await chats.listMessages(user.id, params.id);
     },
   });
 
@@ -130,13 +143,13 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     response: SendReply,
     problems: ['not_found', 'llm_error', 'llm_unavailable'],
     async handle({ params, body, user, ctx }) {
-      const thread = chats.getThread(user.id, params.id);
-      const request = conversation.request(thread.id, body.content, ctx.signal);
+      const thread = await chats.getThread(user.id, params.id);
+      const request = await conversation.request(thread.id, body.content, ctx.signal);
       const ignore = async () => true;
       const turn = await conversation.turn(request, toolTurn(user, ctx), { text: ignore, proposal: ignore });
       if (!turn) throw ctx.signal.reason;
       const reply = conversation.settle(turn);
-      const [userMessage, assistantMessage] = chats.addMessages(
+      const [userMessage, assistantMessage] = await chats.addMessages(
         user.id,
         thread.id,
         [
@@ -163,10 +176,10 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     events: StreamEvent,
     problems: ['not_found'],
     async handle({ params, body, user, ctx }) {
-      const thread = chats.getThread(user.id, params.id);
-      const request = conversation.request(thread.id, body.content, ctx.signal);
+      const thread = await chats.getThread(user.id, params.id);
+      const request = await conversation.request(thread.id, body.content, ctx.signal);
       ctx.signal.throwIfAborted(); // a client already gone gets no stored question
-      const [userMessage] = chats.addMessages(user.id, thread.id, [{ role: 'user', content: body.content }], clock());
+      const [userMessage] = await chats.addMessages(user.id, thread.id, [{ role: 'user', content: body.content }], clock());
       await streamReply({
         ctx,
         heartbeatMs,
@@ -174,7 +187,7 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
         threadId: thread.id,
         userMessageId: userMessage!.id,
         turn: (out) => conversation.turn(request, toolTurn(user, ctx), out),
-        store: (turn) => chats.addMessages(user.id, thread.id, [{ role: 'assistant', ...conversation.settle(turn), model: model.model }], clock())[0]!,
+        store: async (turn) => (await chats.addMessages(user.id, thread.id, [{ role: 'assistant', ...conversation.settle(turn), model: model.model }], clock()))[0]!,
       });
       return STREAMED;
     },
@@ -192,34 +205,46 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     problems: ['not_found', 'conflict', 'rate_limited', 'llm_error', 'llm_unavailable'],
     async handle({ params, user, ctx }) {
       for (;;) {
-        const action = chats.getAction(user.id, params.id, params.actionId);
-        if (action.status === 'confirmed') return { action: shown(action), result: action.result };
-        if (action.status === 'rejected') throw new AppError('conflict', 'This proposal was rejected; ask the assistant for a new one.');
-        const pending = confirming.get(action.id);
-        if (!pending) return confirmNow(params.id, action, user, ctx);
+        const found = await proposals(params.actionId, () => findConfirm(params.id, params.actionId, user, ctx));
+        if ('stored' in found) return found.stored;
         try {
-          return await pending.answer;
+          return await found.run.answer;
         } catch (error) {
           // Another request's confirm failed because its client left: this one runs it, unless it has left too.
-          if (!pending.signal.aborted || ctx.signal.aborted) throw error;
+          if (found.own || !found.run.signal.aborted || ctx.signal.aborted) throw error;
         }
       }
     },
   });
 
-  /** Runs a proposal's operation as the user and stores what it answered; a confirm meanwhile waits for it. */
-  async function confirmNow(threadId: string, action: ChatAction, user: AuthUser, ctx: Context) {
+  /** What a confirm finds (one step of the proposal's queue): the stored answer, or a run to wait for, started by it or another. */
+  async function findConfirm(threadId: string, actionId: string, user: AuthUser, ctx: Context): Promise<{ stored: Confirmed } | { run: ConfirmRun; own: boolean }> {
+    const action = await chats.getAction(user.id, threadId, actionId);
+    if (action.status === 'confirmed') return { stored: { action: shown(action), result: action.result } };
+    if (action.status === 'rejected') throw new AppError('conflict', 'This proposal was rejected; ask the assistant for a new one.');
+    const pending = confirming.get(action.id);
+    return pending ? { run: pending, own: false } : { run: confirmNow(threadId, action, user, ctx), own: true };
+  }
+
+  /** Starts running a proposal's operation as the user and storing what it answered; a confirm meanwhile waits for it. */
+  function confirmNow(threadId: string, action: ChatAction, user: AuthUser, ctx: Context): ConfirmRun {
     const answer = (async () => {
-      const result = (await run(proposingTool(action.kind).operationId, { user, body: action.input, ctx })) as { id: string };
-      const settled = chats.settleAction(user.id, threadId, action.id, { status: 'confirmed', result, resultId: result.id }, clock());
-      return { action: shown(settled), result: settled.result };
+      try {
+        const result = (await run(proposingTool(action.kind).operationId, { user, body: action.input, ctx })) as { id: string };
+        // Stored and no longer under way in one step of the queue: the next step reads it confirmed.
+        return await proposals(action.id, async () => {
+          const settled = await chats.settleAction(user.id, threadId, action.id, { status: 'confirmed', result, resultId: result.id }, clock());
+          confirming.delete(action.id);
+          return { action: shown(settled), result: settled.result };
+        });
+      } finally {
+        confirming.delete(action.id);
+      }
     })();
-    confirming.set(action.id, { answer, signal: ctx.signal });
-    try {
-      return await answer;
-    } finally {
-      confirming.delete(action.id);
-    }
+    void answer.catch(() => undefined); // its own request awaits it; this only keeps it handled until then
+    const started = { answer, signal: ctx.signal };
+    confirming.set(action.id, started);
+    return started;
   }
 
   const rejectAction = operation({
@@ -230,10 +255,12 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     params: ActionParams,
     response: RejectReply,
     problems: ['not_found', 'conflict'],
-    handle({ params, user }) {
-      const action = chats.getAction(user.id, params.id, params.actionId);
-      if (action.status === 'confirmed' || confirming.has(action.id)) throw new AppError('conflict', 'This proposal was confirmed already; it cannot be rejected.');
-      return { action: shown(chats.settleAction(user.id, params.id, action.id, { status: 'rejected' }, clock())) };
+    async handle({ params, user }) {
+      return await proposals(params.actionId, async () => {
+        const action = await chats.getAction(user.id, params.id, params.actionId);
+        if (action.status === 'confirmed' || confirming.has(action.id)) throw new AppError('conflict', 'This proposal was confirmed already; it cannot be rejected.');
+        return { action: shown(await chats.settleAction(user.id, params.id, action.id, { status: 'rejected' }, clock())) };
+      });
     },
   });
 
