@@ -2,6 +2,7 @@
 // newest BACKUP_KEEP. A failed backup is logged and the next one runs on time; the service never stops for it.
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Leadership } from '../db/engine.ts';
 import type { Logger } from '../http/logger.ts';
 import { BackupAbandoned, backupDatabase } from './copy.ts';
 
@@ -11,33 +12,52 @@ const FINISHED = /^campaigns-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}Z\.db$/;
 const PARTIAL = /^\.campaigns-.*\.partial(?:-journal)?$/;
 /** The longest delay a timer takes (about 24.8 days); a longer wait is made of several. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** The loop that runs once in a deployment: only the instance that leads it takes backups. */
+const LEAD = 'backup-schedule';
 
 /** Returns the name of the scheduled backup started at `at`: `campaigns-2026-11-23T15-30-00.000Z.db`. */
 export function backupFileName(at: Date): string {
   return `campaigns-${at.toISOString().replaceAll(':', '-')}.db`;
 }
 
+/** Where and how often the schedule backs up, and who runs it. */
 export interface BackupScheduleOptions {
   databasePath: string;
   dir: string;
   everyHours: number;
   keep: number;
   logger: Logger;
+  /** Asked at every due time: an instance that does not lead `backup-schedule` skips that backup. */
+  leadership: Leadership;
 }
 
+/** The running schedule. */
 export interface BackupSchedule {
   /** Takes no more backups; one under way is abandoned (its partial file removed). Resolves once nothing runs. */
   stop(): Promise<void>;
 }
 
-/** Takes a backup now and then every `everyHours` (counted from each start); logs one line per backup. */
-export function startBackupSchedule({ databasePath, dir, everyHours, keep, logger }: BackupScheduleOptions): BackupSchedule {
+/**
+ * Takes a backup now and then every `everyHours` (counted from each start), while this instance leads
+ * `backup-schedule`; logs one line per backup.
+ */
+export function startBackupSchedule({ databasePath, dir, everyHours, keep, logger, leadership }: BackupScheduleOptions): BackupSchedule {
   const stopping = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
 
-  const takeOne = async () => {
-    const started = Date.now();
+  /** Whether this instance leads the schedule now; a leadership that cannot answer counts as no. */
+  const leads = async () => {
+    try {
+      return await leadership.tryLead(LEAD);
+    } catch (error) {
+      logger.error('backup skipped: who leads the schedule is unknown', { error: error instanceof Error ? error.message : String(error) });
+      return false;
+    }
+  };
+
+  /** Takes the backup named after `started`, then keeps the newest `keep`; logs how it went, never throws. */
+  const takeOne = async (started: number) => {
     const file = join(dir, backupFileName(new Date(started)));
     try {
       await mkdir(dir, { recursive: true });
@@ -49,6 +69,12 @@ export function startBackupSchedule({ databasePath, dir, everyHours, keep, logge
       if (error instanceof BackupAbandoned) logger.info('backup abandoned: the service is stopping', { file });
       else logger.error('backup failed', { file, error: error instanceof Error ? error.message : String(error) });
     }
+  };
+
+  /** Takes the backup due now if this instance leads, then waits for the next one. */
+  const round = async () => {
+    const started = Date.now();
+    if ((await leads()) && !stopping.signal.aborted) await takeOne(started);
     waitUntil(started + everyHours * 3_600_000);
   };
 
@@ -57,17 +83,18 @@ export function startBackupSchedule({ databasePath, dir, everyHours, keep, logge
     const delay = due - Date.now();
     timer = setTimeout(() => {
       if (delay > MAX_TIMER_MS) waitUntil(due);
-      else running = takeOne();
+      else running = round();
     }, Math.min(Math.max(delay, 0), MAX_TIMER_MS));
     timer.unref();
   };
 
-  running = takeOne();
+  running = round();
   return {
     async stop() {
       stopping.abort();
       clearTimeout(timer);
       await running;
+      await leadership.resign(LEAD);
     },
   };
 }

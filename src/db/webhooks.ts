@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../domain/errors.ts';
 import type { EventType } from '../domain/webhooks.ts';
-import type { Db } from './database.ts';
+import type { SqliteEngine } from './engine.ts';
 
 /** An endpoint as the API shows it: never its secret. */
 export interface Webhook {
@@ -19,6 +19,7 @@ export interface Webhook {
   updatedAt: string;
 }
 
+/** A new endpoint as an admin registers it. */
 export interface NewWebhook {
   url: string;
   events: EventType[];
@@ -71,15 +72,43 @@ function toWebhook(row: WebhookRow): Webhook {
   };
 }
 
-export type WebhookRepository = ReturnType<typeof createWebhookRepository>;
+/** The endpoint queries. Those marked "joins" are synchronous: they run inside a transaction already under way. */
+export interface WebhookRepository {
+  /** Resolves to the endpoint; rejects with `not_found`. */
+  getWebhook(id: string): Promise<Webhook>;
+  /** Resolves to every endpoint, oldest first. */
+  listWebhooks(): Promise<Webhook[]>;
+  /** Stores a new enabled endpoint signing with `secret`; resolves to it. */
+  insertWebhook(webhook: NewWebhook, secret: string, now: Date): Promise<Webhook>;
+  /** Applies the changes and resolves to the endpoint; disabling ends its pending deliveries as `failed`. Rejects with `not_found`. */
+  updateWebhook(id: string, changes: WebhookChanges, now: Date): Promise<Webhook>;
+  /** Replaces the secret by `secret`; the old one keeps signing until `previousUntil`. Rejects with `not_found`. */
+  rotateSecret(id: string, secret: string, previousUntil: Date, now: Date): Promise<Webhook>;
+  /** Deletes the endpoint with its deliveries, and the events no other endpoint receives; rejects with `not_found`. */
+  deleteWebhook(id: string): Promise<void>;
+  /** Resolves to the sequence numbers of the enabled endpoints. */
+  enabledWebhooks(): Promise<number[]>;
+  /** Resolves to what sending to the endpoint needs at `now`, or undefined when it is gone. */
+  findTarget(seq: number, now: Date): Promise<WebhookTarget | undefined>;
+  /** Resolves to the sequence number of the endpoint; rejects with `not_found`. */
+  seqOf(id: string): Promise<number>;
+  /** Joins: returns the sequence numbers of the enabled endpoints subscribed to `type`. */
+  subscribersIn(type: EventType): number[];
+  /** Joins: returns the endpoint's sequence number and whether it is enabled; throws `not_found`. */
+  endpointIn(id: string): { seq: number; enabled: boolean };
+  /** Joins: disables the endpoint and ends its pending deliveries as `failed`; nothing when it is disabled already. */
+  disableWebhook(seq: number, reason: string | null, now: Date): void;
+}
 
-/** Returns the endpoint queries, prepared once. */
-export function createWebhookRepository(db: Db) {
+/** Returns the endpoint queries over `engine`, prepared once. */
+export function createWebhookRepository(engine: SqliteEngine): WebhookRepository {
+  const { db } = engine;
   const byId = db.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE id = ?');
   const bySeq = db.prepare<[number], WebhookRow>('SELECT * FROM webhooks WHERE seq = ?');
   const all = db.prepare<[], WebhookRow>('SELECT * FROM webhooks ORDER BY seq');
   const enabledSeqs = db.prepare<[], number>('SELECT seq FROM webhooks WHERE enabled = 1 ORDER BY seq').pluck();
-  // A handful of endpoints at most: scanning them beats keeping a table of subscriptions.
+  // A handful of endpoints at most: scanning them beats keeping a table of subscriptions. SQLite's json_each here;
+  // PostgreSQL's text will test the jsonb array with `?`.
   const subscribed = db
     .prepare<[string], number>('SELECT seq FROM webhooks WHERE enabled = 1 AND EXISTS (SELECT 1 FROM json_each(webhooks.events) WHERE value = ?) ORDER BY seq')
     .pluck();
@@ -103,6 +132,7 @@ export function createWebhookRepository(db: Db) {
     `UPDATE webhooks SET previous_secret = secret, previous_secret_expires_at = @until, secret = @secret, updated_at = @now WHERE id = @id`,
   );
   const remove = db.prepare('DELETE FROM webhooks WHERE id = ?');
+  // SQLite's json_each; PostgreSQL's text will take the sequence numbers as an array parameter (`= ANY($1)`).
   const removeOrphanEvents = db.prepare(
     'DELETE FROM webhook_events WHERE seq IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE event_seq = webhook_events.seq)',
   );
@@ -114,8 +144,8 @@ export function createWebhookRepository(db: Db) {
     return row;
   };
 
-  /** Disables the endpoint and ends its pending deliveries as `failed`; nothing when it is disabled already. */
   const disableWebhook = (seq: number, reason: string | null, now: Date): void => {
+    // Nested in the caller's transaction this is a savepoint: both statements or neither.
     db.transaction(() => {
       if (disable.run({ seq, reason, now: now.getTime() }).changes === 0) return;
       failPending.run({ seq, error: 'Not sent: the endpoint was disabled.' });
@@ -123,26 +153,24 @@ export function createWebhookRepository(db: Db) {
   };
 
   return {
-    /** Returns the endpoint; throws `not_found`. */
-    getWebhook(id: string): Webhook {
+    async getWebhook(id) {
       return toWebhook(getRow(id));
     },
 
-    /** Returns every endpoint, oldest first. */
-    listWebhooks(): Webhook[] {
+    async listWebhooks() {
       return all.all().map(toWebhook);
     },
 
-    /** Stores a new enabled endpoint signing with `secret`; returns it. */
-    insertWebhook(webhook: NewWebhook, secret: string, now: Date): Webhook {
-      const id = randomUUID();
-      insert.run({ id, url: webhook.url, events: JSON.stringify(webhook.events), description: webhook.description || null, secret, now: now.getTime() });
-      return toWebhook(getRow(id));
+    insertWebhook(webhook, secret, now) {
+      return engine.write(() => {
+        const id = randomUUID();
+        insert.run({ id, url: webhook.url, events: JSON.stringify(webhook.events), description: webhook.description || null, secret, now: now.getTime() });
+        return toWebhook(getRow(id));
+      });
     },
 
-    /** Applies the changes and returns the endpoint; disabling ends its pending deliveries as `failed`. Throws `not_found`. */
-    updateWebhook(id: string, changes: WebhookChanges, now: Date): Webhook {
-      return db.transaction(() => {
+    updateWebhook(id, changes, now) {
+      return engine.write(() => {
         const before = getRow(id);
         if (changes.enabled === false) disableWebhook(before.seq, null, now);
         update.run({
@@ -155,46 +183,47 @@ export function createWebhookRepository(db: Db) {
           now: now.getTime(),
         });
         return toWebhook(getRow(id));
-      }).immediate();
+      });
     },
 
-    /** Replaces the secret by `secret`; the old one keeps signing until `previousUntil`. Throws `not_found`. */
-    rotateSecret(id: string, secret: string, previousUntil: Date, now: Date): Webhook {
-      if (rotate.run({ id, secret, until: previousUntil.getTime(), now: now.getTime() }).changes === 0) getRow(id);
-      return toWebhook(getRow(id));
+    rotateSecret(id, secret, previousUntil, now) {
+      return engine.write(() => {
+        if (rotate.run({ id, secret, until: previousUntil.getTime(), now: now.getTime() }).changes === 0) getRow(id);
+        return toWebhook(getRow(id));
+      });
     },
 
-    /** Deletes the endpoint with its deliveries, and the events no other endpoint receives; throws `not_found`. */
-    deleteWebhook(id: string): void {
-      db.transaction(() => {
+    deleteWebhook(id) {
+      return engine.write(() => {
         const { seq } = getRow(id);
         const events = eventsOf.all(seq);
         remove.run(id);
         removeOrphanEvents.run(JSON.stringify(events));
-      }).immediate();
+      });
     },
 
-    /** Returns the sequence numbers of the enabled endpoints subscribed to `type`. */
-    subscribers(type: EventType): number[] {
-      return subscribed.all(type);
-    },
-
-    /** Returns the sequence numbers of the enabled endpoints. */
-    enabledWebhooks(): number[] {
+    async enabledWebhooks() {
       return enabledSeqs.all();
     },
 
-    /** Returns what sending to the endpoint needs at `now`, or undefined when it is gone. */
-    findTarget(seq: number, now: Date): WebhookTarget | undefined {
+    async findTarget(seq, now) {
       const row = bySeq.get(seq);
       if (!row) return undefined;
       const previousSigns = row.previous_secret !== null && (row.previous_secret_expires_at ?? 0) > now.getTime();
       return { seq, url: row.url, enabled: row.enabled === 1, secrets: previousSigns ? [row.secret, row.previous_secret!] : [row.secret] };
     },
 
-    /** Returns the sequence number of the endpoint; throws `not_found`. */
-    seqOf(id: string): number {
+    async seqOf(id) {
       return getRow(id).seq;
+    },
+
+    subscribersIn(type) {
+      return subscribed.all(type);
+    },
+
+    endpointIn(id) {
+      const row = getRow(id);
+      return { seq: row.seq, enabled: row.enabled === 1 };
     },
 
     disableWebhook,

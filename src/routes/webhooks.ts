@@ -68,8 +68,8 @@ export function webhookOperations({ webhooks, clock }: { webhooks: Webhooks; clo
     params: IdParams,
     response: NullBody,
     problems: ['not_found'],
-    handle({ params }) {
-      endpoints.deleteWebhook(params.id);
+    async handle({ params }) {
+      await endpoints.deleteWebhook(params.id);
       return null;
     },
   });
@@ -112,9 +112,9 @@ export function webhookOperations({ webhooks, clock }: { webhooks: Webhooks; clo
     query: DeliveryListQuery,
     response: DeliveryPage,
     problems: ['not_found'],
-    handle({ params, query }) {
-      const seq = endpoints.seqOf(params.id);
-      return { ...deliveries.listDeliveries(seq, query.page, query.limit), page: query.page, limit: query.limit };
+    async handle({ params, query }) {
+      const seq = await endpoints.seqOf(params.id);
+      return { ...(await deliveries.listDeliveries(seq, query.page, query.limit)), page: query.page, limit: query.limit };
     },
   });
 

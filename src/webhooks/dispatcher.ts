@@ -4,6 +4,7 @@ import type { Clock } from '../domain/clock.ts';
 import { USER_AGENT } from '../domain/webhooks.ts';
 import type { AttemptResult, DeliveryRepository, DueDelivery } from '../db/webhook-deliveries.ts';
 import type { WebhookRepository } from '../db/webhooks.ts';
+import type { Leadership } from '../db/engine.ts';
 import type { Logger } from '../http/logger.ts';
 import { postDelivery, type PostOutcome } from './post.ts';
 import { signedHeaders } from './signing.ts';
@@ -15,12 +16,20 @@ const MAX_PER_ENDPOINT = 4;
 const MAX_SLEEP_MS = 1_000;
 /** After an unexpected failure of its own (the database busy), it tries again this much later. */
 const RECOVERY_MS = 1_000;
+/** The loop that runs once in a deployment; an instance that does not lead it asks again this often (to take over). */
+const LEAD = 'webhook-dispatcher';
+const FOLLOWER_ASKS_EVERY_MS = 1_000;
 
+/** What the dispatcher reads and records with, and whom it sends through. */
 export interface DispatcherOptions {
   webhooks: WebhookRepository;
   deliveries: DeliveryRepository;
   /** Whether the database is still open: after it closes there is nothing to do. */
   isOpen: () => boolean;
+  /** Only the leader of `webhook-dispatcher` sends (one instance of a deployment); asked at every round. */
+  leadership: Leadership;
+  /** Calls `wake` whenever the outbox has written (in any instance); returns the function that stops calling it. */
+  onWritten: (wake: () => void) => () => void;
   fetch: typeof globalThis.fetch;
   clock: Clock;
   logger: Logger;
@@ -29,7 +38,21 @@ export interface DispatcherOptions {
   timeoutMs: number;
 }
 
-export type Dispatcher = ReturnType<typeof createDispatcher>;
+/** The running dispatcher. */
+export interface Dispatcher {
+  /** Looks for due deliveries soon (on the next turn of the event loop). */
+  wake(): void;
+  /**
+   * Makes the first attempt of a delivery now, past the bounds on attempts at once and whether or not this instance
+   * leads (an admin's test send, answered by the instance that got it); resolves once its outcome is stored, or at
+   * once when it is no longer pending or the dispatcher has stopped.
+   */
+  attemptNow(deliveryId: string): Promise<void>;
+  /** Starts no more attempts and gives up leading; resolves once those under way have ended (each bounded by the timeout; `abort` cuts them). */
+  stop(): Promise<void>;
+  /** Ends the attempts under way at once; they stay pending and are sent again after a restart. */
+  abort(): void;
+}
 
 /** Returns what an attempt's outcome makes of the delivery: `attempt` is this attempt's number (1 for the first). */
 export function attemptResult(outcome: Exclude<PostOutcome, { kind: 'stopped' }>, attempt: number, retryScheduleMs: readonly number[], now: Date): AttemptResult {
@@ -47,14 +70,18 @@ export function attemptResult(outcome: Exclude<PostOutcome, { kind: 'stopped' }>
     : { status: 'pending', responseStatus, error: outcome.error, nextAttemptAt: new Date(now.getTime() + wait) };
 }
 
-/** Returns a started dispatcher: `wake()` after the outbox writes, `stop()` at shutdown. */
-export function createDispatcher({ webhooks, deliveries, isOpen, fetch, clock, logger, retryScheduleMs, timeoutMs }: DispatcherOptions) {
+/** Returns a started dispatcher: woken by the outbox's writes, `stop()` at shutdown. */
+export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  const { webhooks, deliveries, isOpen, leadership, onWritten, fetch, clock, logger, retryScheduleMs, timeoutMs } = options;
   const inFlight = new Map<string, Promise<void>>();
   const perEndpoint = new Map<number, number>();
   const stopping = new AbortController();
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let woken = false;
+  /** The round under way, and whether another was asked for meanwhile: one round at a time starts attempts. */
+  let round: Promise<void> | undefined;
+  let again = false;
   /** Where the next round starts among the endpoints, so each gets its turn at the free slots. */
   let turn = 0;
 
@@ -63,10 +90,11 @@ export function createDispatcher({ webhooks, deliveries, isOpen, fetch, clock, l
     timer = setTimeout(fill, Math.max(0, Math.min(ms, MAX_SLEEP_MS)));
     timer.unref(); // a pending retry never keeps a process alive: stop() ends the service's dispatcher
   };
+  const ended = () => stopped || !isOpen();
 
   /** Sends one attempt of the delivery and records its outcome; resolves once that is stored. */
   const attempt = async (delivery: DueDelivery): Promise<void> => {
-    const target = webhooks.findTarget(delivery.webhookSeq, clock());
+    const target = await webhooks.findTarget(delivery.webhookSeq, clock());
     if (!target?.enabled) return;
     const timestamp = Math.floor(clock().getTime() / 1000);
     const headers = {
@@ -78,7 +106,7 @@ export function createDispatcher({ webhooks, deliveries, isOpen, fetch, clock, l
     if (outcome.kind === 'stopped' || !isOpen()) return; // not an attempt: the delivery stays pending for the next start
     const now = clock();
     const result = attemptResult(outcome, delivery.attempt + 1, retryScheduleMs, now);
-    deliveries.recordAttempt(delivery.id, delivery.webhookSeq, result, now);
+    await deliveries.recordAttempt(delivery.id, delivery.webhookSeq, result, now);
     const fields = { deliveryId: delivery.id, eventId: delivery.eventId, attempt: delivery.attempt + 1, status: result.status, responseStatus: result.responseStatus };
     if (result.status === 'failed') logger.warn('webhook delivery failed', { ...fields, error: result.error });
     else logger.info('webhook delivery', { ...fields, ...(result.error ? { error: result.error } : {}) });
@@ -100,34 +128,57 @@ export function createDispatcher({ webhooks, deliveries, isOpen, fetch, clock, l
   };
 
   /** Starts due deliveries into the free slots, one endpoint after another, then sleeps until the next is due. */
+  const fillSlots = async (): Promise<void> => {
+    // Another instance leads: it delivers. Ask again later, so that this one takes over when that one is gone.
+    const leads = await leadership.tryLead(LEAD);
+    if (ended()) return;
+    if (!leads) return sleep(FOLLOWER_ASKS_EVERY_MS);
+    const now = clock();
+    const endpoints = await webhooks.enabledWebhooks();
+    turn = endpoints.length ? (turn + 1) % endpoints.length : 0;
+    for (let started = true; started && inFlight.size < MAX_IN_FLIGHT; ) {
+      started = false;
+      for (let i = 0; i < endpoints.length && inFlight.size < MAX_IN_FLIGHT; i++) {
+        const seq = endpoints[(turn + i) % endpoints.length]!;
+        const busy = perEndpoint.get(seq) ?? 0;
+        if (busy >= MAX_PER_ENDPOINT) continue;
+        // Those under way are still pending in the table: ask for enough to find one that is not.
+        const due = await deliveries.dueDeliveries(seq, now, busy + 1);
+        if (ended()) return;
+        const next = due.find((d) => !inFlight.has(d.id));
+        if (!next) continue;
+        void start(next);
+        started = true;
+      }
+    }
+    // Due deliveries left waiting for a slot start when an attempt ends; sleep until the next one falls due.
+    const nextDue = await deliveries.nextDueAfter(now);
+    if (ended()) return;
+    if (nextDue) sleep(nextDue.getTime() - now.getTime());
+    else clearTimeout(timer);
+  };
+
+  /** Runs a round unless one is under way (then another follows it). */
   function fill(): void {
     woken = false;
-    if (stopped || !isOpen()) return;
-    try {
-      const now = clock();
-      const endpoints = webhooks.enabledWebhooks();
-      turn = endpoints.length ? (turn + 1) % endpoints.length : 0;
-      for (let started = true; started && inFlight.size < MAX_IN_FLIGHT; ) {
-        started = false;
-        for (let i = 0; i < endpoints.length && inFlight.size < MAX_IN_FLIGHT; i++) {
-          const seq = endpoints[(turn + i) % endpoints.length]!;
-          const busy = perEndpoint.get(seq) ?? 0;
-          if (busy >= MAX_PER_ENDPOINT) continue;
-          // Those under way are still pending in the table: ask for enough to find one that is not.
-          const next = deliveries.dueDeliveries(seq, now, busy + 1).find((d) => !inFlight.has(d.id));
-          if (!next) continue;
-          void start(next);
-          started = true;
-        }
-      }
-      // Due deliveries left waiting for a slot start when an attempt ends; sleep until the next one falls due.
-      const nextDue = deliveries.nextDueAfter(now);
-      if (nextDue) sleep(nextDue.getTime() - now.getTime());
-      else clearTimeout(timer);
-    } catch (error) {
-      logger.error('webhook dispatcher failed; trying again', { error: String(error) });
-      sleep(RECOVERY_MS);
+    if (ended()) return;
+    if (round) {
+      again = true;
+      return;
     }
+    round = fillSlots()
+      .catch((error: unknown) => {
+        if (ended()) return; // the database closed under the round: nothing is left to do
+        logger.error('webhook dispatcher failed; trying again', { error: String(error) });
+        sleep(RECOVERY_MS);
+      })
+      .finally(() => {
+        round = undefined;
+        if (again) {
+          again = false;
+          fill();
+        }
+      });
   }
 
   /** Looks for due deliveries on the next turn of the event loop (after the transaction that wrote them commits). */
@@ -137,31 +188,30 @@ export function createDispatcher({ webhooks, deliveries, isOpen, fetch, clock, l
     setImmediate(fill);
   }
 
+  const stopListening = onWritten(wake);
   wake();
 
   return {
     wake,
 
-    /**
-     * Makes the first attempt of a delivery now, past the bounds on attempts at once (an admin's test send); resolves
-     * once its outcome is stored, or at once when it is no longer pending or the dispatcher has stopped.
-     */
-    attemptNow(deliveryId: string): Promise<void> {
+    async attemptNow(deliveryId) {
+      const delivery = inFlight.has(deliveryId) || stopped ? undefined : await deliveries.findPending(deliveryId);
+      // A round may have started it meanwhile: then wait for that attempt.
       const running = inFlight.get(deliveryId);
       if (running) return running;
-      const delivery = stopped ? undefined : deliveries.findPending(deliveryId);
-      return delivery ? start(delivery) : Promise.resolve();
+      if (delivery && !stopped) return start(delivery);
     },
 
-    /** Starts no more attempts; resolves once those under way have ended (each bounded by the timeout; `abort` cuts them). */
-    async stop(): Promise<void> {
+    async stop() {
       stopped = true;
+      stopListening();
       clearTimeout(timer);
+      await round;
       await Promise.all(inFlight.values());
+      await leadership.resign(LEAD);
     },
 
-    /** Ends the attempts under way at once; they stay pending and are sent again after a restart. */
-    abort(): void {
+    abort() {
       stopping.abort();
     },
   };

@@ -2,9 +2,10 @@
 //
 //   outbox.ts      events written inside the transaction of the change that caused them, one delivery per endpoint
 //   dispatcher.ts  sends due deliveries a few at once, retries on the schedule, resumes from the tables after a crash
+//                  (in one instance of a deployment: the leader of `webhook-dispatcher`)
 //   post.ts        one attempt over HTTP: no redirects followed, a timeout, a few KB of the answer read
 //   signing.ts     secrets and Standard Webhooks signatures
-import type { Db } from '../db/database.ts';
+import type { Leadership, SqliteEngine } from '../db/engine.ts';
 import { createDeliveryRepository, type Delivery, type DeliveryRepository } from '../db/webhook-deliveries.ts';
 import { createWebhookRepository, type NewWebhook, type Webhook, type WebhookRepository } from '../db/webhooks.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -17,6 +18,10 @@ import { newSigningSecret } from './signing.ts';
 
 export type { Outbox } from './outbox.ts';
 
+/** The channel on which the outbox tells the dispatchers (of every instance) that it has written. */
+const WRITTEN = 'webhook_outbox';
+
+/** What the webhooks need besides the engine. */
 export interface WebhooksOptions {
   clock: Clock;
   fetch: typeof globalThis.fetch;
@@ -25,58 +30,74 @@ export interface WebhooksOptions {
   retryScheduleMs: readonly number[];
   /** How long an attempt waits for an answer, ms. */
   timeoutMs: number;
-  /** The user's full name, or undefined when the user is unknown. */
-  userName: (id: string) => string | undefined;
   /** The origin (and path prefix) clients reach the service at, without a trailing slash. */
   publicUrl: () => string;
+  /** Who sends the deliveries: the engine's leadership unless given (tests give a sibling, as a second instance). */
+  leadership?: Leadership;
 }
 
 /** An endpoint with its signing secret: the answer of a create or a rotation, the only ones that show it. */
 export type WebhookWithSecret = Webhook & { secret: string };
 
-export type Webhooks = ReturnType<typeof openWebhooks>;
+/** The webhook subsystem: endpoints, delivery log, the outbox's hooks, and its dispatcher's lifecycle. */
+export interface Webhooks {
+  endpoints: WebhookRepository;
+  deliveries: DeliveryRepository;
+  outbox: Outbox;
+  /** Stores a new enabled endpoint with a new secret; resolves to it with the secret. */
+  createWebhook(webhook: NewWebhook, now: Date): Promise<WebhookWithSecret>;
+  /** Gives the endpoint a new secret, the old one signing too for 24 hours; resolves to it with the new secret. Rejects with `not_found`. */
+  rotateSecret(id: string, now: Date): Promise<WebhookWithSecret>;
+  /**
+   * Sends a `webhook.test` event to the endpoint alone and resolves to its delivery after the first attempt (within
+   * the attempt timeout). Rejects with `not_found`, or `conflict` when the endpoint is disabled.
+   */
+  sendTest(id: string, userId: string, now: Date): Promise<Delivery>;
+  /** Starts no more attempts; resolves once those under way have ended. */
+  stop(): Promise<void>;
+  /** Cuts the attempts under way short; they are sent again after the next start. */
+  abort(): void;
+}
 
-/** Returns the webhooks of `db` with their dispatcher started; `stop()` it before closing the database. */
-export function openWebhooks(db: Db, options: WebhooksOptions) {
-  const endpoints: WebhookRepository = createWebhookRepository(db);
-  const deliveries: DeliveryRepository = createDeliveryRepository(db, endpoints);
-  const dispatcher = createDispatcher({ webhooks: endpoints, deliveries, isOpen: () => db.open, ...options });
-  const outbox: Outbox = createOutbox({ webhooks: endpoints, deliveries, written: dispatcher.wake, ...options });
-  const sendTest = db.transaction((id: string, userId: string, now: Date) => {
-    if (!endpoints.getWebhook(id).enabled) throw new AppError('conflict', 'The webhook is disabled: enable it before sending a test event.');
-    return outbox.sendTest(id, userId, now);
+/** Returns the webhooks over `engine` with their dispatcher started; `stop()` it before closing the engine. */
+export function openWebhooks(engine: SqliteEngine, { leadership = engine.leadership, ...options }: WebhooksOptions): Webhooks {
+  const endpoints = createWebhookRepository(engine);
+  const deliveries = createDeliveryRepository(engine, endpoints);
+  const dispatcher = createDispatcher({
+    webhooks: endpoints,
+    deliveries,
+    isOpen: () => engine.db.open,
+    leadership,
+    onWritten: (wake) => engine.listen(WRITTEN, wake),
+    ...options,
   });
+  const outbox = createOutbox({ webhooks: endpoints, deliveries, written: () => engine.notify(WRITTEN, ''), ...options });
 
   return {
     endpoints,
     deliveries,
     outbox,
 
-    /** Stores a new enabled endpoint with a new secret; returns it with the secret. */
-    createWebhook(webhook: NewWebhook, now: Date): WebhookWithSecret {
+    async createWebhook(webhook, now) {
       const secret = newSigningSecret();
-      return { ...endpoints.insertWebhook(webhook, secret, now), secret };
+      return { ...(await endpoints.insertWebhook(webhook, secret, now)), secret };
     },
 
-    /** Gives the endpoint a new secret, the old one signing too for 24 hours; returns it with the new secret. Throws `not_found`. */
-    rotateSecret(id: string, now: Date): WebhookWithSecret {
+    async rotateSecret(id, now) {
       const secret = newSigningSecret();
-      return { ...endpoints.rotateSecret(id, secret, new Date(now.getTime() + PREVIOUS_SECRET_MS), now), secret };
+      return { ...(await endpoints.rotateSecret(id, secret, new Date(now.getTime() + PREVIOUS_SECRET_MS), now)), secret };
     },
 
-    /**
-     * Sends a `webhook.test` event to the endpoint alone and returns its delivery after the first attempt (within the
-     * attempt timeout). Throws `not_found`, or `conflict` when the endpoint is disabled.
-     */
-    async sendTest(id: string, userId: string, now: Date): Promise<Delivery> {
-      const deliveryId = sendTest.immediate(id, userId, now);
+    async sendTest(id, userId, now) {
+      const deliveryId = await engine.write(() => {
+        if (!endpoints.endpointIn(id).enabled) throw new AppError('conflict', 'The webhook is disabled: enable it before sending a test event.');
+        return outbox.sendTest(id, userId, now);
+      });
       await dispatcher.attemptNow(deliveryId);
       return deliveries.getDelivery(deliveryId);
     },
 
-    /** Starts no more attempts; resolves once those under way have ended. */
     stop: dispatcher.stop,
-    /** Cuts the attempts under way short; they are sent again after the next start. */
     abort: dispatcher.abort,
   };
 }
