@@ -1,6 +1,6 @@
 // CSV exports for the tools that send campaigns: a segment's customers as they match now, and an approved campaign's
 // audience as it was frozen at approval. Both stream the matching customers in id order (customers/store/export.ts).
-import type { CustomerExport, ExportRow } from '../customers/index.ts';
+import { EXPORT_FIELDS, shownValue, type CustomerExport, type CustomerField, type ExportRow } from '../customers/index.ts';
 import type { CampaignRepository } from '../db/campaigns.ts';
 import type { SegmentRepository } from '../db/segments.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -12,16 +12,31 @@ import { operation, STREAMED } from '../http/operation.ts';
 import { IdParams } from '../schemas/common.ts';
 import { CustomersCsv, ExportQuery, type ExportFormat } from '../schemas/exports.ts';
 
+/** The exported fields with their place in an ExportRow (after the id). */
+const EXPORTED = EXPORT_FIELDS.map((field, i) => ({ ...field, at: i + 1 }));
+
+/** listmonk's own columns of a subscriber import; every other field goes in its attributes. */
+const LISTMONK_COLUMNS = ['email', 'name'] as const;
+const [EMAIL_AT, NAME_AT] = LISTMONK_COLUMNS.map((key) => EXPORTED.find((f) => f.key === key)!.at) as [number, number];
+const ATTRIBUTES = EXPORTED.filter((f) => !(LISTMONK_COLUMNS as readonly string[]).includes(f.key));
+
 const HEADERS: Record<ExportFormat, readonly string[]> = {
-  plain: ['email', 'name', 'country', 'status', 'total_amount_spent', 'total_transactions', 'last_activity_date'],
-  listmonk: ['email', 'name', 'attributes'],
+  plain: EXPORTED.map((f) => f.exportHeader),
+  listmonk: [...LISTMONK_COLUMNS, 'attributes'],
 };
+
+/** Returns one stored value as a CSV cell, as the API shows it: texts quoted as needed, numbers and dates as they are. */
+function plainCell({ sqlType, kind }: CustomerField, value: string | number): string {
+  return sqlType === 'TEXT' ? csvCell(value) : `${shownValue(kind, value)}`;
+}
 
 /** Returns the rows as CSV lines with one column per field, values as the API shows them. */
 function plainLines(rows: readonly ExportRow[]): string {
   let text = '';
-  for (const [, email, name, country, status, cents, transactions, lastActivityAt] of rows) {
-    text += `${csvCell(email)},${csvCell(name)},${csvCell(country)},${csvCell(status)},${cents / 100},${transactions},${new Date(lastActivityAt).toISOString()}\r\n`;
+  for (const row of rows) {
+    text += plainCell(EXPORTED[0]!, row[1]);
+    for (let i = 1; i < EXPORTED.length; i++) text += `,${plainCell(EXPORTED[i]!, row[i + 1]!)}`;
+    text += '\r\n';
   }
   return text;
 }
@@ -29,15 +44,10 @@ function plainLines(rows: readonly ExportRow[]): string {
 /** Returns the rows as listmonk's subscriber import reads them: email, name, and the other fields as a JSON object. */
 function listmonkLines(rows: readonly ExportRow[]): string {
   let text = '';
-  for (const [, email, name, country, status, cents, transactions, lastActivityAt] of rows) {
-    const attributes = JSON.stringify({
-      country,
-      status,
-      total_amount_spent: cents / 100,
-      total_transactions: transactions,
-      last_activity_date: new Date(lastActivityAt).toISOString(),
-    });
-    text += `${csvCell(email)},${csvCell(name)},${csvCell(attributes)}\r\n`;
+  for (const row of rows) {
+    const attributes: Record<string, string | number> = {};
+    for (const { exportHeader, kind, at } of ATTRIBUTES) attributes[exportHeader] = shownValue(kind, row[at]!);
+    text += `${csvCell(row[EMAIL_AT]!)},${csvCell(row[NAME_AT]!)},${csvCell(JSON.stringify(attributes))}\r\n`;
   }
   return text;
 }
@@ -54,8 +64,8 @@ const DOWNLOAD = {
   mediaType: 'text/csv',
   description:
     'UTF-8 without a byte order mark, RFC 4180 quoting, CRLF line ends, `Content-Disposition: attachment`. Header ' +
-    '`email,name,country,status,total_amount_spent,total_transactions,last_activity_date` (amount as a number, last activity ' +
-    "as 2026-09-30T00:00:00.000Z), or with `format=listmonk` listmonk's `email,name,attributes`, attributes a JSON object of " +
+    `\`${HEADERS.plain.join(',')}\` (amount as a number, last activity ` +
+    `as 2026-09-30T00:00:00.000Z), or with \`format=listmonk\` listmonk's \`${HEADERS.listmonk.join(',')}\`, attributes a JSON object of ` +
     'the other fields under those names. One line per matching customer in id order. The customers are those that exist when ' +
     'the download starts, each read as it is when its turn comes: one deleted before then is left out, one added after the ' +
     'start is not included, none comes twice. A cell starting with `=`, `+`, `-`, `@`, tab or carriage return gets a leading ' +
@@ -93,8 +103,8 @@ export function exportOperations({ campaigns, segments, customers, clock }: Expo
     response: CustomersCsv,
     download: DOWNLOAD,
     problems: ['not_found'],
-    handle({ params, query, ctx }) {
-      const segment = segments.getSegment(params.id);
+    async handle({ params, query, ctx }) {
+      const segment = await segments.getSegment(params.id);
       return send(ctx, `segment-${slug(segment.name) || segment.id}-customers`, segment.conditions, query.format);
     },
   });
@@ -114,10 +124,10 @@ export function exportOperations({ campaigns, segments, customers, clock }: Expo
     response: CustomersCsv,
     download: DOWNLOAD,
     problems: ['not_found', 'conflict'],
-    handle({ params, query, ctx }) {
-      const frozen = campaigns.getAudience(params.id);
+    async handle({ params, query, ctx }) {
+      const frozen = await campaigns.getAudience(params.id);
       if (!frozen) {
-        const { status } = campaigns.getCampaign(params.id);
+        const { status } = await campaigns.getCampaign(params.id);
         const why =
           status === 'draft' || status === 'in_review'
             ? `The campaign is ${status}: its audience is frozen when it is approved, so only an approved or sent campaign has one to export.`

@@ -2,7 +2,9 @@
 // for them in bulk. Into an empty table the indexes are built once at the end, and the search index is built at the
 // same time on a second thread (search-index.thread.ts). Not for live requests (the service uses the store).
 import { countryKey, type CustomerRecord } from '../../domain/customers.ts';
+import { bindInsert, INSERT_COLUMNS, INSERT_WIDTH, insertPlaceholders } from '../store/fields.ts';
 import { generationBumper } from '../store/generation.ts';
+import { SEARCH_TEXT_SQL } from '../store/rows.ts';
 import { createCustomerStats, StatsDelta } from '../store/stats.ts';
 import type { Db } from '../../db/database.ts';
 import { startSearchIndexBuild } from './search-index-build.ts';
@@ -13,15 +15,14 @@ export const BULK_LOAD_KEY = 'bulk_load_from';
 /** Rows per INSERT statement: one call into SQLite per 100 rows instead of per row. */
 const ROWS_PER_STATEMENT = 100;
 const BATCH = 50_000;
-const COLUMNS = '(name, email, country, country_key, total_transactions, amount_cents, last_activity_at, status, created_at, updated_at)';
 
 /**
  * Inserts the records (emails must be new and unique), then indexes their text and adds them to the aggregates.
  * Returns how many were inserted. `onProgress` hears the running count after each batch.
  */
 export function bulkInsertCustomers(db: Db, records: Iterable<CustomerRecord>, now: Date, onProgress: (inserted: number) => void = () => {}): number {
-  const manyRows = db.prepare(`INSERT INTO customers ${COLUMNS} VALUES ${Array(ROWS_PER_STATEMENT).fill('(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`);
-  const oneRow = db.prepare(`INSERT INTO customers ${COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const manyRows = db.prepare(`INSERT INTO customers ${INSERT_COLUMNS} VALUES ${insertPlaceholders(ROWS_PER_STATEMENT)}`);
+  const oneRow = db.prepare(`INSERT INTO customers ${INSERT_COLUMNS} VALUES ${insertPlaceholders(1)}`);
   const lastId = db.prepare("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'customers'), 0)").pluck();
   const firstNewId = (lastId.get() as number) + 1;
   const empty = !db.prepare('SELECT 1 FROM customers LIMIT 1').get();
@@ -34,7 +35,7 @@ export function bulkInsertCustomers(db: Db, records: Iterable<CustomerRecord>, n
   const search = empty && !db.memory ? startSearchIndexBuild(db) : undefined;
   const at = now.getTime();
   const delta = new StatsDelta();
-  const values: unknown[] = new Array(ROWS_PER_STATEMENT * 10);
+  const values: unknown[] = new Array(ROWS_PER_STATEMENT * INSERT_WIDTH);
   // Marks the load as under way with its first batch: a load killed before its last transaction leaves rows the
   // search index and the aggregates do not count yet, and the next open repairs them (repairInterruptedBulkLoad).
   const markLoad = db.prepare(`INSERT OR IGNORE INTO meta (key, value) VALUES ('${BULK_LOAD_KEY}', ?)`);
@@ -43,10 +44,10 @@ export function bulkInsertCustomers(db: Db, records: Iterable<CustomerRecord>, n
     markLoad.run(first);
     let i = 0;
     for (; i + ROWS_PER_STATEMENT <= rows.length; i += ROWS_PER_STATEMENT) {
-      for (let k = 0; k < ROWS_PER_STATEMENT; k++) bind(values, k * 10, rows[i + k]!, at);
+      for (let k = 0; k < ROWS_PER_STATEMENT; k++) bindInsert(values, k * INSERT_WIDTH, rows[i + k]!, at);
       manyRows.run(values);
     }
-    for (; i < rows.length; i++) oneRow.run(bind([], 0, rows[i]!, at));
+    for (; i < rows.length; i++) oneRow.run(bindInsert([], 0, rows[i]!, at));
     for (const r of rows) delta.add({ ...r, countryKey: countryKey(r.country) }, 1);
     return first;
   });
@@ -80,7 +81,7 @@ export function bulkInsertCustomers(db: Db, records: Iterable<CustomerRecord>, n
       // A 256 MiB term buffer lets FTS5 write a few large segments instead of merging many small ones. The setting
       // is kept in the table, but FTS5 flushes the buffer at every commit, so small live writes never fill it.
       db.exec(`INSERT INTO customer_search (customer_search, rank) VALUES ('hashsize', 268435456)`);
-      db.prepare(`INSERT INTO customer_search (rowid, text) SELECT id, name || char(10) || email FROM customers WHERE id >= ?`).run(firstNewId);
+      db.prepare(`INSERT INTO customer_search (rowid, text) SELECT id, ${SEARCH_TEXT_SQL} FROM customers WHERE id >= ?`).run(firstNewId);
     }).immediate();
   }
   const bumpGeneration = generationBumper(db);
@@ -91,19 +92,4 @@ export function bulkInsertCustomers(db: Db, records: Iterable<CustomerRecord>, n
     unmarkLoad.run();
   }).immediate();
   return inserted;
-}
-
-/** Writes the record's ten column values into `values` from `offset`; returns `values`. */
-function bind(values: unknown[], offset: number, r: CustomerRecord, at: number): unknown[] {
-  values[offset] = r.name;
-  values[offset + 1] = r.email;
-  values[offset + 2] = r.country;
-  values[offset + 3] = countryKey(r.country);
-  values[offset + 4] = r.totalTransactions;
-  values[offset + 5] = r.amountCents;
-  values[offset + 6] = r.lastActivityAt;
-  values[offset + 7] = r.status;
-  values[offset + 8] = at;
-  values[offset + 9] = at;
-  return values;
 }

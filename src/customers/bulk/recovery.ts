@@ -9,7 +9,8 @@ import { BULK_LOAD_KEY } from './bulk-load.ts';
  * Finishes what a bulk load killed part-way left undone, in one transaction: the search index gets the rows from the
  * load's first id on, the aggregate tables are recomputed from the rows, and the generation moves. Returns whether
  * there was anything to repair. Called at start-up and before a seed; the dropped indexes came back with schema.sql
- * when openDatabase ran.
+ * when openDatabase ran. Writes on `db` itself, as the upgrades of openDatabase do: it runs before the service
+ * serves anything or starts its import writer (or in the seed's own process), so no write has a turn to wait for.
  */
 export function repairInterruptedBulkLoad(db: Db): boolean {
   const from = db.prepare(`SELECT value FROM meta WHERE key = '${BULK_LOAD_KEY}'`).pluck().get() as number | undefined;

@@ -5,6 +5,7 @@ import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import type { CustomerRecord } from '../../domain/customers.ts';
 import type { Db } from '../../db/database.ts';
 import { startWorkerThread } from '../../db/worker-thread.ts';
+import { searchText } from '../store/rows.ts';
 
 /** Longest wait for the thread to finish after the last batch. */
 const FINISH_TIMEOUT_MS = 10 * 60_000;
@@ -33,7 +34,7 @@ export function startSearchIndexBuild(db: Db) {
 
   return {
     add(firstId: number, rows: readonly CustomerRecord[]): void {
-      thread.postMessage({ firstId, texts: rows.map((r) => `${r.name}\n${r.email}`) });
+      thread.postMessage({ firstId, texts: rows.map((r) => searchText(r.name, r.email)) });
     },
 
     finish(): void {

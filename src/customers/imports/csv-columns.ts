@@ -3,7 +3,8 @@
 // takes, so one check serves both imports.
 import { parse } from 'csv-parse/sync';
 import { invalidField } from '../../domain/errors.ts';
-import { CSV_FIELDS, type ColumnMapping, type CsvField } from '../../domain/imports.ts';
+import type { ColumnMapping, CsvField } from '../../domain/imports.ts';
+import { CUSTOMER_FIELDS, type CustomerField, type FieldKind } from '../store/fields.ts';
 
 export type { ColumnMapping, CsvField };
 
@@ -15,29 +16,23 @@ const key = (name: string) => name.trim().toLowerCase().replace(/[\s_\-]+/g, '')
 /** Returns what makes two header names (or `columns` keys) name the same header: trimmed, without case. */
 export const sameHeader = (name: string) => name.trim().toLowerCase();
 
-// Keys as `key()` makes them: "Full Name", "full_name" and "fullname" are one. A Map, so a header such as
-// "constructor" or "__proto__" finds no property of a plain object.
-const ALIASES: ReadonlyMap<string, CsvField> = new Map([
-  ['name', 'name'],
-  ['fullname', 'name'],
-  ['customername', 'name'],
-  ['email', 'email'],
-  ['emailaddress', 'email'],
-  ['mail', 'email'],
-  ['country', 'country'],
-  ['totaltransactions', 'totalTransactions'],
-  ['transactions', 'totalTransactions'],
-  ['orders', 'totalTransactions'],
-  ['totalorders', 'totalTransactions'],
-  ['totalamountspent', 'totalAmountSpent'],
-  ['totalspent', 'totalAmountSpent'],
-  ['amountspent', 'totalAmountSpent'],
-  ['amount', 'totalAmountSpent'],
-  ['lastactivitydate', 'lastActivityDate'],
-  ['lastactivity', 'lastActivityDate'],
-  ['lastactivityat', 'lastActivityDate'],
-  ['status', 'status'],
-]);
+/**
+ * Each header name (as `key()` makes it: "Full Name", "full_name" and "fullname" are one) a field is read from, as the
+ * declaration lists them. A Map, so a header such as "constructor" or "__proto__" finds no property of a plain object.
+ */
+const ALIASES: ReadonlyMap<string, CsvField> = aliasesOf(CUSTOMER_FIELDS);
+
+/** Returns every field's aliases as one map; throws at start-up when two fields claim one name. */
+function aliasesOf(fields: readonly CustomerField[]): Map<string, CsvField> {
+  const aliases = new Map<string, CsvField>();
+  for (const field of fields) {
+    for (const alias of field.aliases) {
+      if (aliases.has(alias)) throw new Error(`The CSV header "${alias}" is declared for both ${aliases.get(alias)} and ${field.api}.`);
+      aliases.set(alias, field.api);
+    }
+  }
+  return aliases;
+}
 
 /** Returns the phrase naming `columns` keys the header lacks: each quoted as written (trimmed), or "an empty name". */
 function missingNames(written: readonly string[]): string {
@@ -97,17 +92,21 @@ const DECIMAL_COMMA = /^(\d+),(\d{1,2})$/;
  */
 export function rowInput(cells: readonly string[], columns: ColumnMap): Record<string, unknown> {
   const input: Record<string, unknown> = {};
-  for (const field of CSV_FIELDS) {
-    const index = columns[field];
+  for (const { api, kind } of CUSTOMER_FIELDS) {
+    const index = columns[api];
     const cell = index === undefined ? undefined : cells[index]?.trim();
-    if (!cell) continue;
-    if (field === 'totalTransactions' || field === 'totalAmountSpent') {
-      const plain = cell.replace(DECIMAL_COMMA, '$1.$2');
-      input[field] = NUMBER.test(plain) ? Number(plain) : cell;
-    }
-    else input[field] = field === 'status' ? cell.toLowerCase() : cell;
+    if (cell) input[api] = cellValue(kind, cell);
   }
   return input;
+}
+
+/** Returns a non-blank cell as the input of a field of the kind: a number for a count or an amount, a status in lower case. */
+function cellValue(kind: FieldKind, cell: string): unknown {
+  if (kind === 'count' || kind === 'cents') {
+    const plain = cell.replace(DECIMAL_COMMA, '$1.$2');
+    return NUMBER.test(plain) ? Number(plain) : cell;
+  }
+  return kind === 'status' ? cell.toLowerCase() : cell;
 }
 
 /** The header row must end within this many bytes. */

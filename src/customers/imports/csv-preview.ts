@@ -4,8 +4,9 @@
 import { parse, type Options } from 'csv-parse/sync';
 import type { Clock } from '../../domain/clock.ts';
 import type { AppError } from '../../domain/errors.ts';
-import { customerFields, type Customer } from '../../domain/customers.ts';
+import type { Customer } from '../../domain/customers.ts';
 import { PREVIEW_BYTES, PREVIEW_RECORDS } from '../../domain/imports.ts';
+import { customerFields } from '../store/fields.ts';
 import type { OnExisting } from '../store/writes.ts';
 import { readHeader, rowInput, type ColumnMapping, type CsvField } from './csv-columns.ts';
 import { duplicateReason, repeatedReason, unreadableReason } from './reasons.ts';
@@ -32,7 +33,7 @@ export interface PreviewOptions {
   columns: ColumnMapping | undefined;
   onExisting: OnExisting;
   /** Which of the emails are stored already. */
-  emailsStored: (emails: readonly string[]) => Set<string>;
+  emailsStored: (emails: readonly string[]) => Promise<Set<string>>;
 }
 
 /**
@@ -73,7 +74,7 @@ export async function previewCsv(body: AsyncIterator<Buffer>, options: PreviewOp
     const result = check(rowInput(record.cells, columns));
     return result.ok ? { line: record.line, record: result.record } : { line: record.line, email: result.email, reason: result.reason };
   });
-  const stored = options.emailsStored(checked.flatMap((c) => ('record' in c ? [c.record.email] : [])));
+  const stored = await options.emailsStored(checked.flatMap((c) => ('record' in c ? [c.record.email] : [])));
   const seen = new Set<string>();
   const rows: PreviewRow[] = [];
   const problems: SkippedRow[] = [];

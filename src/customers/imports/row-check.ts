@@ -5,6 +5,7 @@ import type { Clock } from '../../domain/clock.ts';
 import type { CustomerRecord } from '../../domain/customers.ts';
 import type { FieldError } from '../../domain/errors.ts';
 import { CustomerInput } from '../../schemas/customers.ts';
+import { recordOfInput } from '../store/fields.ts';
 import { rowProblems } from './reasons.ts';
 
 export { duplicateReason, repeatedReason } from './reasons.ts';
@@ -13,18 +14,11 @@ export type RowCheck = { ok: true; record: CustomerRecord } | { ok: false; email
 
 type CustomerOutput = v.InferOutput<ReturnType<typeof CustomerInput>>;
 
-/** Maps validated input (cents, epoch ms) to the stored field names. */
+/** Maps validated input (cents, epoch ms) to the stored field names: each declared field the input holds. */
 export function toRecord(input: Partial<CustomerOutput>): Partial<CustomerRecord> {
-  // Field by field: a CSV job maps a million rows, and spreading the rest took a microsecond and a half a row.
-  const record: Partial<CustomerRecord> = {};
-  if (input.name !== undefined) record.name = input.name;
-  if (input.email !== undefined) record.email = input.email;
-  if (input.country !== undefined) record.country = input.country;
-  if (input.totalTransactions !== undefined) record.totalTransactions = input.totalTransactions;
-  if (input.totalAmountSpent !== undefined) record.amountCents = input.totalAmountSpent;
-  if (input.lastActivityDate !== undefined) record.lastActivityAt = input.lastActivityDate;
-  if (input.status !== undefined) record.status = input.status;
-  return record;
+  // Field by field in code written from the declaration, no spread: a CSV job maps a million rows, and spreading
+  // the rest took a microsecond and a half a row.
+  return recordOfInput(input);
 }
 
 /** Returns a checker of raw rows against the customer rules, at the clock's time (dates may not be in the future). */

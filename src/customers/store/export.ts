@@ -3,11 +3,10 @@
 // loop turn between steps keeps every other request served, and a selective segment never scans the whole table in one
 // go. Knows no HTTP.
 import { ANY_STATUS, statusesOf, type Bounds } from '../../domain/segments.ts';
-import type { CustomerStatus } from '../../domain/customers.ts';
+import { EXPORT_COLUMNS, type ExportRow } from './fields.ts';
 import { openReadConnection, type Db } from '../../db/database.ts';
 
-/** One exported customer, as stored: id, email, name, country, status, amount in cents, transactions, last activity (epoch ms). */
-export type ExportRow = [id: number, email: string, name: string, country: string, status: CustomerStatus, amountCents: number, totalTransactions: number, lastActivityAt: number];
+export type { ExportRow };
 
 /**
  * Rows a step reads at most: about 5 ms of SQL and as much again to write them as CSV. A window reaching into a dense
@@ -35,7 +34,7 @@ function exportStatements(db: Db) {
   // list into a small index once per statement run. A list that would let every row through comes as NULL.
   const window = db
     .prepare(
-      `SELECT id, email, name, country, status, amount_cents, total_transactions, last_activity_at
+      `SELECT ${EXPORT_COLUMNS}
        FROM customers NOT INDEXED
        WHERE id > @after AND id <= @through
          AND (@countryKeys IS NULL OR country_key IN (SELECT value FROM json_each(@countryKeys)))

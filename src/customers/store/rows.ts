@@ -1,18 +1,9 @@
 // A row of the customers table and what it becomes: the API's Customer, or the stored record that writes and the
 // audience index pass around.
 import { CUSTOMER_STATUSES, type Customer, type CustomerRecord, type CustomerStatus } from '../../domain/customers.ts';
+import { customerOfRow, storedOfRow, type CustomerRow } from './fields.ts';
 
-export interface CustomerRow {
-  id: number;
-  name: string;
-  email: string;
-  country: string;
-  country_key: string;
-  total_transactions: number;
-  amount_cents: number;
-  last_activity_at: number;
-  status: CustomerStatus;
-}
+export type { CustomerRow };
 
 /** A stored customer and its numeric id, as change listeners see it. */
 export type StoredCustomer = CustomerRecord & { id: number; countryKey: string };
@@ -73,34 +64,11 @@ export function insertionsOf({ ids, countryKeys, statuses, transactions, cents, 
   return changes;
 }
 
-/** Returns the customer as the API shows it. */
-export function toCustomer(row: CustomerRow): Customer {
-  return {
-    id: String(row.id),
-    name: row.name,
-    email: row.email,
-    country: row.country,
-    totalTransactions: row.total_transactions,
-    totalAmountSpent: row.amount_cents / 100,
-    lastActivityDate: new Date(row.last_activity_at).toISOString(),
-    status: row.status,
-  };
-}
+/** Returns the customer as the API shows it: its id, then every declared field in the API's order. */
+export const toCustomer: (row: CustomerRow) => Customer = customerOfRow;
 
-/** Returns the row as a stored record. */
-export function toStored(row: CustomerRow): StoredCustomer {
-  return {
-    id: row.id,
-    name: row.name,
-    email: row.email,
-    country: row.country,
-    countryKey: row.country_key,
-    totalTransactions: row.total_transactions,
-    amountCents: row.amount_cents,
-    lastActivityAt: row.last_activity_at,
-    status: row.status,
-  };
-}
+/** Returns the row as a stored record: its id, its country key and every declared field. */
+export const toStored: (row: CustomerRow) => StoredCustomer = storedOfRow;
 
 /** Returns the numeric id of an opaque customer id, or undefined when it cannot name a customer. */
 export function parseId(id: string): number | undefined {
@@ -111,3 +79,6 @@ export function parseId(id: string): number | undefined {
 export function searchText(name: string, email: string): string {
   return `${name}\n${email}`;
 }
+
+/** The SQL expression of `searchText` over a customers row, for statements that index many rows at once. */
+export const SEARCH_TEXT_SQL = 'name || char(10) || email';

@@ -3,6 +3,7 @@
 // the import writer's (imports/writer.thread.ts). Knows no HTTP.
 import { AppError } from '../../domain/errors.ts';
 import { countryKey, type CustomerRecord } from '../../domain/customers.ts';
+import { bindInsert, INSERT_COLUMNS, INSERT_WIDTH, insertPlaceholders, sameFields, UPDATE_ASSIGNMENTS } from './fields.ts';
 import { generationBumper } from './generation.ts';
 import { searchText, toStored, type CustomerChange, type CustomerRow, type StoredCustomer } from './rows.ts';
 import { createCustomerStats, StatsDelta } from './stats.ts';
@@ -10,18 +11,6 @@ import { isUniqueViolation, type Db } from '../../db/database.ts';
 import { CustomerIdSet, type BatchResult, type ImportBatch, type Imported } from './import-outcomes.ts';
 
 export { CustomerIdSet, isReplaced, type BatchResult, type ImportBatch, type Imported, type OnExisting, type Replaced } from './import-outcomes.ts';
-
-/** Whether the stored customer already holds exactly the record's fields. */
-function holds(stored: StoredCustomer, r: CustomerRecord): boolean {
-  return (
-    stored.name === r.name &&
-    stored.country === r.country &&
-    stored.totalTransactions === r.totalTransactions &&
-    stored.amountCents === r.amountCents &&
-    stored.lastActivityAt === r.lastActivityAt &&
-    stored.status === r.status
-  );
-}
 
 export type CustomerWrites = ReturnType<typeof createCustomerWrites>;
 
@@ -44,17 +33,10 @@ export function createCustomerWrites(db: Db) {
   const bump = generationBumper(db);
   const byId = db.prepare<[number], CustomerRow>('SELECT * FROM customers WHERE id = ?');
   const byEmail = db.prepare<[string], CustomerRow>('SELECT * FROM customers WHERE email = ?');
-  const insert = db.prepare(
-    `INSERT INTO customers (name, email, country, country_key, total_transactions, amount_cents, last_activity_at, status, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (email) DO NOTHING`,
-  );
-  const update = db.prepare(
-    `UPDATE customers SET name = @name, email = @email, country = @country, country_key = @countryKey,
-       total_transactions = @totalTransactions, amount_cents = @amountCents, last_activity_at = @lastActivityAt,
-       status = @status, updated_at = @now
-     WHERE id = @id`,
-  );
+  const insert = db.prepare(`INSERT INTO customers ${INSERT_COLUMNS} VALUES ${insertPlaceholders(1)} ON CONFLICT (email) DO NOTHING`);
+  // One array for every insert's values: the statements run one at a time, and each binds them before the next.
+  const insertValues: unknown[] = new Array(INSERT_WIDTH);
+  const update = db.prepare(`UPDATE customers SET ${UPDATE_ASSIGNMENTS} WHERE id = @id`);
   const remove = db.prepare('DELETE FROM customers WHERE id = ?');
   const indexText = db.prepare('INSERT INTO customer_search (rowid, text) VALUES (?, ?)');
   const unindexText = db.prepare('DELETE FROM customer_search WHERE rowid = ?');
@@ -73,7 +55,7 @@ export function createCustomerWrites(db: Db) {
     const stored: (StoredCustomer | undefined)[] = [];
     for (let r = next(); r !== undefined; r = next()) {
       const key = countryKey(r.country);
-      const result = insert.run(r.name, r.email, r.country, key, r.totalTransactions, r.amountCents, r.lastActivityAt, r.status, now, now);
+      const result = insert.run(bindInsert(insertValues, 0, r, now));
       if (result.changes === 0) {
         stored.push(undefined);
         continue;
@@ -115,7 +97,7 @@ export function createCustomerWrites(db: Db) {
       const row = byEmail.get(r.email);
       if (!row) {
         const key = countryKey(r.country);
-        const result = insert.run(r.name, r.email, r.country, key, r.totalTransactions, r.amountCents, r.lastActivityAt, r.status, now, now);
+        const result = insert.run(bindInsert(insertValues, 0, r, now));
         const customer: StoredCustomer = { ...r, id: Number(result.lastInsertRowid), countryKey: key };
         lastInserted = customer.id;
         seen?.add(customer.id);
@@ -133,7 +115,7 @@ export function createCustomerWrites(db: Db) {
       }
       seen?.add(row.id);
       const before = toStored(row);
-      if (holds(before, r)) {
+      if (sameFields(before, r)) {
         out.push({ before, after: before });
         continue;
       }
