@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { bulkInsertCustomers, openCustomers, openImportJobs, type ImportJob } from '../src/customers/index.ts';
-import { openDatabase, type Db } from '../src/db/database.ts';
+import type { Db } from '../src/db/database.ts';
+import { openSqliteEngine } from '../src/db/engine.ts';
 import { compileConditions } from '../src/domain/segments.ts';
 import { writeCustomersCsv } from '../scripts/csv-file.ts';
 import { syntheticCustomers } from '../scripts/synthetic-customers.ts';
@@ -126,9 +127,10 @@ describe('imports from concurrent clients', () => {
 
 test('a write on the service connection that commits before an import reply arrives is counted after it, not lost', async () => {
   const folder = mkdtempSync(join(tmpdir(), 'campaigns-imports-'));
-  const db = openDatabase(join(folder, 'i.db'));
+  const engine = openSqliteEngine(join(folder, 'i.db'));
+  const { db } = engine;
   try {
-    const { audience, store: customers } = openCustomers(db);
+    const { audience, store: customers } = openCustomers(engine);
     const record = (n: number) => ({
       name: `R${n}`,
       email: `r${n}@order.example.com`,
@@ -138,7 +140,7 @@ test('a write on the service connection that commits before an import reply arri
       lastActivityAt: NOW_MS,
       status: 'active' as const,
     });
-    customers.insertCustomers([record(0)], new Date(NOW_MS));
+    await customers.insertCustomers([record(0)], new Date(NOW_MS));
     assert.equal(await audience.count(compileConditions([], new Date(NOW_MS))), 1);
 
     // Wait, without yielding, until the writer thread has committed: its reply cannot be handled before this write.
@@ -149,7 +151,7 @@ test('a write on the service connection that commits before an import reply arri
     const deadline = Date.now() + 20_000;
     while ((generation.get() as number) === before) assert.ok(Date.now() < deadline, 'the writer thread never committed');
     other.close();
-    customers.insertCustomers([record(3)], new Date(NOW_MS));
+    await customers.insertCustomers([record(3)], new Date(NOW_MS));
 
     assert.equal(await audience.count(compileConditions([], new Date(NOW_MS))), 4);
     assert.deepEqual((await imported).length, 2);
@@ -162,14 +164,15 @@ test('a write on the service connection that commits before an import reply arri
 
 test('a bulk load into an empty database builds the search index on a second thread; later writes keep it exact', async () => {
   const folder = mkdtempSync(join(tmpdir(), 'campaigns-bulk-'));
-  const db = openDatabase(join(folder, 'b.db'));
+  const engine = openSqliteEngine(join(folder, 'b.db'));
+  const { db } = engine;
   try {
     const customers = [...syntheticCustomers(3000, { seed: 5, now: new Date(NOW_MS) })];
     assert.equal(bulkInsertCustomers(db, customers, new Date(NOW_MS)), 3000);
     assert.equal(db.prepare('SELECT count(*) FROM customers').pluck().get(), 3000);
     assertRecomputed(db);
-    const repository = openCustomers(db).store;
-    repository.insertCustomers([{ ...customers[0]!, email: 'late.smith@example.com', name: 'Late Smith' }], new Date(NOW_MS));
+    const repository = openCustomers(engine).store;
+    await repository.insertCustomers([{ ...customers[0]!, email: 'late.smith@example.com', name: 'Late Smith' }], new Date(NOW_MS));
     await repository.updateCustomer('7', { name: 'Renamed Smith', email: 'renamed@a.bexample.com' }, new Date(NOW_MS));
     await repository.deleteCustomer('8');
     assertRecomputed(db);
@@ -184,15 +187,16 @@ test('a bulk load into an empty database builds the search index on a second thr
 
 test('a CSV job gives way to writes of the service: edits go through while it runs, and its counts and aggregates stay exact', { timeout: 120_000 }, async () => {
   const folder = mkdtempSync(join(tmpdir(), 'campaigns-turns-'));
-  const db = openDatabase(join(folder, 't.db'));
+  const engine = openSqliteEngine(join(folder, 't.db'));
+  const { db } = engine;
   try {
-    const { store } = openCustomers(db);
-    const [id] = store.insertCustomers([{ ...[...syntheticCustomers(1, { seed: 1, now: new Date(NOW_MS), firstSerial: 9_000_000 })][0]!, email: 'edited@turns.example.com' }], new Date(NOW_MS));
+    const { store, imports } = openCustomers(engine);
+    const [id] = await store.insertCustomers([{ ...[...syntheticCustomers(1, { seed: 1, now: new Date(NOW_MS), firstSerial: 9_000_000 })][0]!, email: 'edited@turns.example.com' }], new Date(NOW_MS));
     const file = join(folder, 'job.csv');
     const rows = 60_000;
     await writeCustomersCsv(file, rows, { seed: 12, now: new Date(NOW_MS) });
     let ended: ImportJob | undefined;
-    const jobs = openImportJobs(db, store, { folder: join(folder, 'uploads'), maxBytes: 1e9, clock: () => new Date(NOW_MS), onEnd: (job) => (ended = job) });
+    const jobs = openImportJobs(imports, store, { folder: join(folder, 'uploads'), maxBytes: 1e9, clock: () => new Date(NOW_MS), onEnd: (job) => (ended = job) });
     await jobs.accept(createReadStream(file)[Symbol.asyncIterator](), { fileName: 'job.csv', declaredBytes: undefined, createdBy: 'test' });
     // Edits one after another while the job runs: each waits for at most a part of one of the job's transactions.
     const waits: number[] = [];
@@ -206,7 +210,7 @@ test('a CSV job gives way to writes of the service: edits go through while it ru
     assert.deepEqual([ended.rowsRead, ended.imported, ended.skipped], [rows, rows, 0]);
     assert.ok(waits.length >= 5, `${waits.length} edits during the job`);
     assert.ok(Math.max(...waits) < 2000, `an edit waited ${Math.round(Math.max(...waits))} ms`);
-    assert.equal(store.findCustomer(id!)!.totalTransactions, waits.length, 'every edit is stored');
+    assert.equal((await store.findCustomer(id!))!.totalTransactions, waits.length, 'every edit is stored');
     assert.equal(db.prepare('SELECT count(*) FROM customers').pluck().get(), rows + 1);
     assertRecomputed(db);
   } finally {

@@ -1,6 +1,11 @@
-// The one change feed of the customer subsystem: every committed customer write of this process is published here,
+// The one change source of the customer subsystem: every committed customer write of this process is published here,
 // in commit order, with its generation; what keeps state derived from customers (the audience index, the search
 // counts, the assistant's grounding) subscribes or reads the generation here, and nowhere else.
+//
+// `ChangeSource` is what those readers and the writers depend on. `CustomerChangeFeed` implements it within one
+// process over SQLite: writes of other processes show as the generation moving (meta.customers_generation). The
+// PostgreSQL engine will implement it over its change log: each write's changes stored with its generation in its
+// transaction and announced with NOTIFY, so every instance's subscribers hear every instance's writes.
 import type { Db } from '../db/database.ts';
 import type { CustomerChange } from './store/rows.ts';
 import { generationReader } from './store/generation.ts';
@@ -8,12 +13,31 @@ import { generationReader } from './store/generation.ts';
 /** Told after each committed write, in commit order: what changed, and the write's generation. */
 export type CustomerChangeListener = (changes: CustomerChange[], generation: number) => void;
 
+/** Where committed customer writes are told, and how a reader knows whether it has heard all of them. */
+export interface ChangeSource {
+  /** Calls `listener` after every write published from now on; returns the function that stops it. */
+  subscribe(listener: CustomerChangeListener): () => void;
+  /** Tells every subscriber of a committed write; called by the writer right after the commit, in commit order. */
+  publish(changes: CustomerChange[], generation: number): void;
+  /** Returns the committed customers generation: one more for every committed customer write, whoever wrote it. */
+  generation(): number;
+  /**
+   * Records a write handed to another connection (the import writer thread) whose changes are published later; call
+   * the returned function once they have been (or the write failed). Calling it again does nothing.
+   */
+  beginWriteElsewhere(): () => void;
+  /** Whether a write handed to another connection may still commit and be published. */
+  writingElsewhere(): boolean;
+  /** Resolves at the next publish, or when a write handed elsewhere ends: the moment for a reader to look again. */
+  nextChange(): Promise<void>;
+}
+
 /**
- * Publishes this process's customer writes to its subscribers, and knows two more things a reader needs: the
- * committed generation (which moves for writes of other processes too), and the writes handed to another
- * connection (the import writer thread) that have not been published yet.
+ * The change source of one process: publishes its customer writes to its subscribers, reads the committed generation
+ * from the database (it moves for writes of other processes too), and counts the writes handed to another connection
+ * that have not been published yet.
  */
-export class CustomerChangeFeed {
+export class CustomerChangeFeed implements ChangeSource {
   private readonly listeners = new Set<CustomerChangeListener>();
   private readonly readGeneration: () => number;
   /** Writes sent to another connection and not yet reported as published (or failed). */
@@ -24,27 +48,20 @@ export class CustomerChangeFeed {
     this.readGeneration = generationReader(db);
   }
 
-  /** Calls `listener` after every write published from now on; returns the function that stops it. */
   subscribe(listener: CustomerChangeListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  /** Tells every subscriber of a committed write; called by the store right after the commit, in commit order. */
   publish(changes: CustomerChange[], generation: number): void {
     for (const listener of this.listeners) listener(changes, generation);
     this.wake();
   }
 
-  /** Returns the committed customers generation as the database holds it now, whoever wrote last. */
   generation(): number {
     return this.readGeneration();
   }
 
-  /**
-   * Records a write sent to another connection of this process; call the returned function once it has been
-   * published (or has failed). Idempotent.
-   */
   beginWriteElsewhere(): () => void {
     this.elsewhere++;
     let done = false;
@@ -56,12 +73,10 @@ export class CustomerChangeFeed {
     };
   }
 
-  /** Whether a write sent to another connection (an import, a CSV job) may still commit and be published. */
   writingElsewhere(): boolean {
     return this.elsewhere > 0;
   }
 
-  /** Resolves at the next publish, or when a write sent elsewhere ends: the moment to look again. */
   nextChange(): Promise<void> {
     return new Promise((resolve) => this.waiters.push(resolve));
   }

@@ -5,11 +5,11 @@ import { dayOf, healthOf, trailingMonths, type Customer, type CustomerStatus, ty
 /** The aggregate reads a summary needs; the customer repository has exactly these. */
 export interface CustomerFigures {
   stats: {
-    totalsByStatus(): Record<CustomerStatus, { customers: number; cents: number }>;
-    daysBetween(fromDay: number, toDay: number): readonly { status: CustomerStatus; day: number; customers: number; amount_cents: number }[];
-    healthInputs(now: Date): { counts: StatusCounts; staleActives: number };
+    totalsByStatus(): Promise<Record<CustomerStatus, { customers: number; cents: number }>>;
+    daysBetween(fromDay: number, toDay: number): Promise<readonly { status: CustomerStatus; day: number; customers: number; amount_cents: number }[]>;
+    healthInputs(now: Date): Promise<{ counts: StatusCounts; staleActives: number }>;
   };
-  topCustomers(limit: number): Customer[];
+  topCustomers(limit: number): Promise<Customer[]>;
 }
 
 export interface Kpis {
@@ -45,7 +45,7 @@ export interface CustomerSummary {
 
 const cents = (amount: number) => amount / 100;
 
-type Totals = ReturnType<CustomerFigures['stats']['totalsByStatus']>;
+type Totals = Awaited<ReturnType<CustomerFigures['stats']['totalsByStatus']>>;
 
 function kpisOf(totals: Totals): Kpis {
   const count = totals.active.customers + totals.inactive.customers + totals.churned.customers;
@@ -74,12 +74,12 @@ function topOf(totals: Totals, customers: readonly Customer[]): TopCustomers {
 }
 
 /** Returns the headline numbers of the whole base. */
-export function customerKpis(figures: CustomerFigures): Kpis {
-  return kpisOf(figures.stats.totalsByStatus());
+export async function customerKpis(figures: CustomerFigures): Promise<Kpis> {
+  return kpisOf(await figures.stats.totalsByStatus());
 }
 
 /** Returns customers bucketed by the UTC month of their last activity, over `months` months ending with the month of `now`, oldest first. */
-export function activityTrend(figures: CustomerFigures, now: Date, months: number): TrendPoint[] {
+export async function activityTrend(figures: CustomerFigures, now: Date, months: number): Promise<TrendPoint[]> {
   const names = trailingMonths(now, months);
   const starts = names.map((m) => dayOf(Date.parse(`${m}-01T00:00:00Z`)));
   const [first] = names;
@@ -87,7 +87,7 @@ export function activityTrend(figures: CustomerFigures, now: Date, months: numbe
   end.setUTCMonth(end.getUTCMonth() + months);
   const points = names.map((month) => ({ month, value: 0, customers: 0, churned: 0 }));
   let m = 0;
-  for (const bucket of figures.stats.daysBetween(starts[0]!, dayOf(end.getTime()))) {
+  for (const bucket of await figures.stats.daysBetween(starts[0]!, dayOf(end.getTime()))) {
     while (m + 1 < starts.length && bucket.day >= starts[m + 1]!) m++;
     const point = points[m]!;
     point.value += bucket.amount_cents;
@@ -98,23 +98,23 @@ export function activityTrend(figures: CustomerFigures, now: Date, months: numbe
 }
 
 /** Returns the 0-100 health of the base at `now`, with its level and the shares behind it. */
-export function customerHealth(figures: CustomerFigures, now: Date): Health {
-  const { counts, staleActives } = figures.stats.healthInputs(now);
+export async function customerHealth(figures: CustomerFigures, now: Date): Promise<Health> {
+  const { counts, staleActives } = await figures.stats.healthInputs(now);
   return healthOf(counts, staleActives);
 }
 
 /** Returns the `limit` highest-value customers and the value of the whole base. */
-export function topCustomers(figures: CustomerFigures, limit: number): TopCustomers {
-  return topOf(figures.stats.totalsByStatus(), figures.topCustomers(limit));
+export async function topCustomers(figures: CustomerFigures, limit: number): Promise<TopCustomers> {
+  return topOf(await figures.stats.totalsByStatus(), await figures.topCustomers(limit));
 }
 
 /** Returns KPIs, health, the last `trendMonths` months of the trend and the `topLimit` top customers, all at `now`. */
-export function summarizeCustomers(figures: CustomerFigures, now: Date, { trendMonths = 6, topLimit = 5 } = {}): CustomerSummary {
-  const totals = figures.stats.totalsByStatus();
+export async function summarizeCustomers(figures: CustomerFigures, now: Date, { trendMonths = 6, topLimit = 5 } = {}): Promise<CustomerSummary> {
+  const totals = await figures.stats.totalsByStatus();
   return {
     kpis: kpisOf(totals),
-    health: customerHealth(figures, now),
-    trend: activityTrend(figures, now, trendMonths),
-    top: topOf(totals, figures.topCustomers(topLimit)),
+    health: await customerHealth(figures, now),
+    trend: await activityTrend(figures, now, trendMonths),
+    top: topOf(totals, await figures.topCustomers(topLimit)),
   };
 }

@@ -34,8 +34,8 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
     tag: 'customers',
     query: CustomerListQuery,
     response: CustomerPage,
-    handle({ query }) {
-      return { ...customers.listCustomers(query), page: query.page, limit: query.limit };
+    async handle({ query }) {
+      return { ...(await customers.listCustomers(query)), page: query.page, limit: query.limit };
     },
   });
 
@@ -46,8 +46,8 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
     body: input,
     response: Customer,
     problems: ['conflict'],
-    handle({ body }) {
-      const [id] = customers.insertCustomers([toRecord(body) as CustomerRecord], clock());
+    async handle({ body }) {
+      const [id] = await customers.insertCustomers([toRecord(body) as CustomerRecord], clock());
       if (!id) throw new AppError('conflict', duplicateReason(body.email));
       return customers.findCustomer(id);
     },
@@ -60,8 +60,8 @@ export function customerOperations({ customers, clock }: { customers: CustomerRe
     params: IdParams,
     response: Customer,
     problems: ['not_found'],
-    handle({ params }) {
-      const found = customers.findCustomer(params.id);
+    async handle({ params }) {
+      const found = await customers.findCustomer(params.id);
       if (!found) throw new AppError('not_found', `No customer with id ${params.id}.`);
       return found;
     },

@@ -1,7 +1,7 @@
 // customers.imports.* operations: CSV import jobs (upload, preview, list, get, the skipped rows as CSV).
 import type { IncomingMessage } from 'node:http';
 import type { ImportJobs } from '../customers/index.ts';
-import { sendCsv } from '../http/csv-download.ts';
+import { csvLine, streamCsv } from '../http/csv-download.ts';
 import { Accepted, operation, STREAMED } from '../http/operation.ts';
 import { IdParams } from '../schemas/common.ts';
 import {
@@ -93,8 +93,8 @@ export function importJobOperations({ jobs }: { jobs: ImportJobs }) {
     tag: 'customers',
     query: ImportJobListQuery,
     response: ImportJobPage,
-    handle({ query }) {
-      return { ...jobs.listJobs(query.page, query.limit), page: query.page, limit: query.limit };
+    async handle({ query }) {
+      return { ...(await jobs.listJobs(query.page, query.limit)), page: query.page, limit: query.limit };
     },
   });
 
@@ -119,9 +119,10 @@ export function importJobOperations({ jobs }: { jobs: ImportJobs }) {
     download: { mediaType: 'text/csv', description: '`line,email,reason`, one row per skipped row; the header of the file is line 1.' },
     problems: ['not_found'],
     async handle({ params, ctx }) {
-      const rows = jobs.skippedRows(params.id);
-      await sendCsv(ctx, `import-${params.id}-failures.csv`, ['line', 'email', 'reason'], (function* () {
-        for (const row of rows) yield [row.line, row.email, row.reason];
+      const pages = await jobs.skippedRows(params.id);
+      // One piece of text a page of skipped rows (each read when the client has taken the piece before).
+      await streamCsv(ctx, `import-${params.id}-failures.csv`, ['line', 'email', 'reason'], (async function* () {
+        for await (const page of pages) yield page.map((row) => csvLine([row.line, row.email, row.reason])).join('');
       })());
       return STREAMED;
     },

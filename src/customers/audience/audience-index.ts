@@ -4,7 +4,7 @@
 // enough to change them).
 import type { Bounds } from '../../domain/segments.ts';
 import { AudienceColumns } from './columns.ts';
-import type { CustomerChangeFeed } from '../change-feed.ts';
+import type { ChangeSource } from '../change-feed.ts';
 import { generationReader } from '../store/generation.ts';
 import { statusIndex, type CustomerChange } from '../store/rows.ts';
 import type { CustomerStatus } from '../../domain/customers.ts';
@@ -23,8 +23,8 @@ interface Remembered {
 }
 
 /**
- * Column copy of the customers table (columns.ts), kept current by `apply` (told by the change feed of each committed write of
- * this process) and reloaded when another process changed customers (`meta.customers_generation` moved on
+ * Column copy of the customers table (columns.ts), kept current by `apply` (told by the change source of each committed
+ * write of this process) and reloaded when another process changed customers (`meta.customers_generation` moved on
  * unexpectedly).
  */
 export class AudienceIndex {
@@ -44,7 +44,7 @@ export class AudienceIndex {
   /** Subscribes to the feed: every write this process commits is applied as it is published. */
   constructor(
     private readonly db: Db,
-    private readonly feed: CustomerChangeFeed,
+    private readonly feed: ChangeSource,
   ) {
     feed.subscribe((changes, generation) => this.apply(changes, generation));
     const dataVersion = db.prepare('PRAGMA data_version').pluck();

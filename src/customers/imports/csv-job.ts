@@ -1,11 +1,12 @@
 // Running one CSV import job on the import writer's connection. The parser (csv-parser.ts, on the service's event
 // loop) reads and checks the rows (in batches sorted by email) and posts them through a port while this thread writes
 // them, in transactions of up to half a second; when a write of the service asks for the lock through the write turns
-// (db/database.ts), the transaction commits early enough that the write waits about WAIT_BUDGET_MS at most. Each holds its rows, its skipped rows and the job's counts,
-// so a crash loses nothing the counts report.
+// (db/write-gate.ts, WriterTurns on this side), the transaction commits early enough that the write waits about
+// WAIT_BUDGET_MS at most. Each holds its rows, its skipped rows and the job's counts, so a crash loses nothing the
+// counts report.
 import type { MessagePort } from 'node:worker_threads';
 import type { CustomerRecord } from '../../domain/customers.ts';
-import type { WriteTurns } from '../../db/database.ts';
+import type { WriterTurns } from '../../db/write-gate.ts';
 import { toColumns, type InsertedColumns, type StoredCustomer } from '../store/rows.ts';
 import { CustomerIdSet, isReplaced, type CustomerWrites, type Imported } from '../store/writes.ts';
 import type { jobProgressWriter, JobToRun, SkippedRow } from './job-store.ts';
@@ -74,7 +75,7 @@ export interface CsvJobDeps {
   /** Told after each transaction commits. */
   onCommit(commit: JobCommit): void;
   /** The write turns shared with the service's connection, on the writer thread; none on the service's connection. */
-  turns?: WriteTurns;
+  turns?: WriterTurns;
 }
 
 /**

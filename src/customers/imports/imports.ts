@@ -1,18 +1,19 @@
-// Inserting customers: one batch at once on the service's connection (customers.create), or imports handed to the
-// import writer thread, which groups them (writer.thread.ts), with the checkpointer thread copying the log they leave
-// into the database (checkpointer.thread.ts). Each batch lands in one transaction either way, and the change feed
-// hears of every transaction in commit order of its replies. CSV import jobs run on the same writer, one at a time.
+// The import writer: imports handed to the writer thread, which groups them (writer.thread.ts), with the checkpointer
+// thread copying the log they leave into the database (checkpointer.thread.ts); CSV import jobs run on the same
+// writer, one at a time. Each batch lands in one transaction, and the change source hears of every transaction in
+// commit order of its replies. The writer shares the write turns of the engine's gate (db/write-gate.ts). Owned by
+// the import runner (import-runner.ts), which decides what runs when.
 import { openSync } from 'node:fs';
 import { MessageChannel, type Worker } from 'node:worker_threads';
 import { countryKey, type CustomerRecord } from '../../domain/customers.ts';
-import type { CustomerChangeFeed } from '../change-feed.ts';
+import type { ChangeSource } from '../change-feed.ts';
 import { runCsvJob, type JobCommit } from './csv-job.ts';
 import { parseCsvFile } from './csv-parser.ts';
 import { createImportQueue, type ImportReply } from './group-commit.ts';
 import { jobProgressWriter, type JobToRun } from './job-store.ts';
 import { insertionsOf, type CustomerChange, type InsertedColumns, type StoredCustomer } from '../store/rows.ts';
 import type { CustomerWrites, OnExisting } from '../store/writes.ts';
-import { WriteTurns, writeTurnsOf, type Db } from '../../db/database.ts';
+import type { SqliteEngine } from '../../db/engine.ts';
 import { prepareThreads, startWorkerThread } from '../../db/worker-thread.ts';
 
 /**
@@ -90,13 +91,27 @@ interface RunningJob {
   thread?: Worker;
 }
 
-export type CustomerImports = ReturnType<typeof createCustomerImports>;
+/** The import writer: JSON imports and CSV jobs written off the event loop (in memory: grouped on the service's connection). */
+export interface ImportWriter {
+  /**
+   * Stores the records in one transaction, possibly shared with other imports; a stored email is left as it is
+   * (`skip`: null) or has its fields replaced (`update`). Resolves to each record's customer id and whether it was
+   * an update.
+   */
+  importLater(records: readonly CustomerRecord[], now: Date, onExisting?: OnExisting): Promise<ImportedRow[]>;
+  /**
+   * Runs a CSV import job, publishing each of its transactions to the change source; `onEnd` hears how it ended. One
+   * job at a time: the import runner queues them.
+   */
+  runJob(toRun: JobToRun, path: string, onEnd: (status: JobEnd) => void): void;
+}
 
 /**
- * Returns `insertNow` (synchronous, this connection), `importLater` (the writer thread, or grouped here for an
- * in-memory database) and `runJob` (a CSV import job, on the same writer).
+ * Returns the import writer of `engine`'s database: its threads start with the first import and stop after IDLE_MS
+ * without one. `writes` are the service connection's write transactions, used only for an in-memory database.
  */
-export function createCustomerImports(db: Db, writes: CustomerWrites, feed: CustomerChangeFeed, writerCacheMiB: number) {
+export function createImportWriter(engine: SqliteEngine, writes: CustomerWrites, feed: ChangeSource, writerCacheMiB: number): ImportWriter {
+  const { db, gate } = engine;
   const waiting = new Map<number, Waiting>();
   let nextId = 1;
   let writer: Worker | undefined;
@@ -197,13 +212,11 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
     if (db.open) db.pragma('wal_autocheckpoint = 1000');
   };
 
-  // An in-memory database has no second connection: its imports are grouped on this one.
+  // An in-memory database has no second connection: its imports are grouped on this one. No other connection writes
+  // it, so these writes have no turn to wait for (the gate orders the service's writes against the writer thread's).
   const local = db.memory ? createImportQueue(writes, receive) : undefined;
   // The first import does not wait on the event loop for these threads' modules to be built.
   if (!local) prepareThreads([WRITER_THREAD, CHECKPOINTER_THREAD]);
-  // The write turns of this connection, shared with the writer thread (db/database.ts).
-  const shared = writeTurnsOf(db);
-  const turns = shared && new WriteTurns(shared);
 
   /** Returns the writer thread, started if need be, holding the process open while it has work. */
   const writerThread = (): Worker => {
@@ -211,7 +224,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       writer.ref();
       return writer;
     }
-    const thread = startWorkerThread(WRITER_THREAD, { path: db.name, cacheMiB: writerCacheMiB, turns: shared }, [], { resourceLimits: WRITER_LIMITS, bundle: true });
+    const thread = startWorkerThread(WRITER_THREAD, { path: db.name, cacheMiB: writerCacheMiB, turns: gate.shared }, [], { resourceLimits: WRITER_LIMITS, bundle: true });
     db.pragma('wal_autocheckpoint = 0');
     thread.on('message', (message: WriterMessage) => {
       if (message === 'checkpoint') checkpoint();
@@ -222,7 +235,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
     thread.on('error', () => {}); // reported through 'exit', which follows
     thread.on('exit', () => {
       if (writer === thread) writer = undefined;
-      turns?.writerGone();
+      gate.writerGone();
       // Requests it never answered may or may not have committed; the generation tells the readers which.
       for (const [id, request] of waiting) {
         if (request.thread !== thread) continue;
@@ -237,23 +250,8 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
   };
 
   return {
-    /** Stores the records in one transaction on this connection; returns each one's id, or null when its email was taken. */
-    insertNow(records: readonly CustomerRecord[], now: Date): (string | null)[] {
-      const { results, commits } = writes.insertBatches([{ records, now: now.getTime() }]);
-      const [result] = results;
-      if ('error' in result!) throw result.error;
-      // Skipping stored emails, every outcome is a new customer or undefined.
-      const stored = result!.stored as (StoredCustomer | undefined)[];
-      feed.publish(stored.filter((s) => s !== undefined).map((after) => ({ before: undefined, after })), commits[0]!.generation);
-      return stored.map((s) => (s ? String(s.id) : null));
-    },
-
-    /**
-     * Runs a CSV import job on the writer (here for an in-memory database), publishing each of its transactions to
-     * the change feed; `onEnd` hears how it ended. The file is parsed here, on the event loop, and its rows go to the
-     * writer through a port of their own. One job at a time: the caller queues them.
-     */
-    runJob(toRun: JobToRun, path: string, onEnd: (status: JobEnd) => void): void {
+    // The file is parsed here, on the event loop, and its rows go to the writer through a port of their own.
+    runJob(toRun, path, onEnd) {
       clearTimeout(idle);
       const { port1: parser, port2 } = new MessageChannel();
       parseCsvFile({ path, columns: toRun.columns, startedAt: toRun.startedAt, port: port2 });
@@ -267,12 +265,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
       thread.postMessage({ type: 'job', job: toRun, parser, syncFd: syncDescriptor(db.name), logFd: logDescriptor(db.name) }, [parser]);
     },
 
-    /**
-     * Stores the records in one transaction, possibly shared with other imports; a stored email is left as it is
-     * (`skip`: null) or has its fields replaced (`update`). Resolves to each record's customer id and whether it was
-     * an update.
-     */
-    importLater(records: readonly CustomerRecord[], now: Date, onExisting: OnExisting = 'skip'): Promise<ImportedRow[]> {
+    importLater(records, now, onExisting = 'skip') {
       if (records.length === 0) return Promise.resolve([]);
       const id = nextId++;
       clearTimeout(idle);
@@ -285,7 +278,7 @@ export function createCustomerImports(db: Db, writes: CustomerWrites, feed: Cust
         }
         const thread = writerThread();
         waiting.set(id, { records, resolve, reject, reported: feed.beginWriteElsewhere(), thread });
-        turns?.importPosted(); // a job's transaction on the writer lets it in soon
+        gate.importPosted(); // a job's transaction on the writer lets it in soon
         thread.postMessage(request);
       });
     },

@@ -1,7 +1,9 @@
-// SQL for CSV import jobs and their skipped rows. The service's connection creates, lists and finishes jobs; the
-// import writer's connection moves their counts in the same transaction as the rows they count. Knows no HTTP.
+// SQL for CSV import jobs and their skipped rows. The service's connection creates, lists and finishes jobs (its writes
+// through the engine, so they take their turn with the import writer); the import writer's connection moves their
+// counts in the same transaction as the rows they count. Knows no HTTP.
 import { AppError } from '../../domain/errors.ts';
 import type { Db } from '../../db/database.ts';
+import type { SqliteEngine } from '../../db/engine.ts';
 import type { OnExisting } from '../store/writes.ts';
 import type { ImportJobStatus } from '../../domain/imports.ts';
 import type { ColumnMap } from './csv-columns.ts';
@@ -78,8 +80,41 @@ function toJob(row: JobRow): ImportJob {
 /** Skipped rows read per query of failures.csv. */
 const SKIPPED_PAGE = 1000;
 
-/** Returns the job queries of the service's connection, prepared once. */
-export function createImportJobStore(db: Db) {
+/** The import jobs table as the service sees it: every function asynchronous, as on every engine. */
+export interface ImportJobStore {
+  /** Stores a new job, `running` until it ends; resolves to it and its place in the arrival order. */
+  insertJob(job: NewJob, now: Date): Promise<{ job: ImportJob; seq: number }>;
+  /** Resolves to the job; rejects with `not_found`. */
+  getJob(id: string): Promise<ImportJob>;
+  /** Resolves to one page of jobs, newest first, and how many there are. */
+  listJobs(pageNumber: number, limit: number): Promise<{ items: ImportJob[]; total: number }>;
+  /**
+   * Marks a running job `completed` or `failed` and resolves to it as it ended; `onFinish` runs inside the same
+   * transaction (what it writes commits with the job's end or not at all), synchronously.
+   */
+  finishJob(job: { seq: number; id: string }, status: 'completed' | 'failed', now: Date, onFinish?: (job: ImportJob) => void): Promise<ImportJob>;
+  /** Marks every job still `running` as `interrupted` (the process that ran it is gone); resolves to how many. */
+  interruptRunning(now: Date): Promise<number>;
+  /**
+   * Resolves, once the job is found (else rejects with `not_found`), to its skipped rows in line order, read a page
+   * at a time as they are iterated (no statement stays open between pages, so other requests are served meanwhile).
+   */
+  skippedRows(id: string): Promise<AsyncIterable<SkippedRow[]>>;
+}
+
+/** What a new job is stored with. */
+export interface NewJob {
+  id: string;
+  fileName: string | undefined;
+  columns: ColumnMap;
+  ignored: string[];
+  onExisting: OnExisting;
+  createdBy: string;
+}
+
+/** Returns the job queries of the service's connection, prepared once; its writes take their turn (engine.write). */
+export function createImportJobStore(engine: SqliteEngine): ImportJobStore {
+  const { db } = engine;
   const insert = db.prepare(
     `INSERT INTO import_jobs (id, status, file_name, columns, ignored_columns, on_existing, created_by, started_at)
      VALUES (@id, 'running', @fileName, @columns, @ignored, @onExisting, @createdBy, @now)`,
@@ -100,46 +135,41 @@ export function createImportJobStore(db: Db) {
   };
 
   return {
-    /** Stores a new job, `running` until it ends; returns it and its place in the arrival order. */
-    insertJob(
-      job: { id: string; fileName: string | undefined; columns: ColumnMap; ignored: string[]; onExisting: OnExisting; createdBy: string },
-      now: Date,
-    ): { job: ImportJob; seq: number } {
-      insert.run({ ...job, fileName: job.fileName ?? null, columns: JSON.stringify(job.columns), ignored: JSON.stringify(job.ignored), now: now.getTime() });
-      const row = getRow(job.id);
-      return { job: toJob(row), seq: row.seq };
+    insertJob(job, now) {
+      return engine.write(() => {
+        insert.run({ ...job, fileName: job.fileName ?? null, columns: JSON.stringify(job.columns), ignored: JSON.stringify(job.ignored), now: now.getTime() });
+        const row = getRow(job.id);
+        return { job: toJob(row), seq: row.seq };
+      });
     },
 
-    /** Returns the job; throws `not_found`. */
-    getJob(id: string): ImportJob {
+    async getJob(id) {
       return toJob(getRow(id));
     },
 
-    /** Returns one page of jobs, newest first, and how many there are. */
-    listJobs(pageNumber: number, limit: number): { items: ImportJob[]; total: number } {
+    async listJobs(pageNumber, limit) {
       return { items: page.all(limit, (pageNumber - 1) * limit).map(toJob), total: count.get() as number };
     },
 
-    /** Marks a running job `completed` or `failed`. */
-    finishJob(seq: number, status: 'completed' | 'failed', now: Date): void {
-      finish.run({ seq, status, now: now.getTime() });
+    finishJob({ seq, id }, status, now, onFinish) {
+      return engine.write(() => {
+        finish.run({ seq, status, now: now.getTime() });
+        const ended = toJob(getRow(id));
+        onFinish?.(ended);
+        return ended;
+      });
     },
 
-    /** Marks every job still `running` as `interrupted` (the process that ran it is gone); returns how many. */
-    interruptRunning(now: Date): number {
-      return interrupt.run(now.getTime()).changes;
+    interruptRunning(now) {
+      return engine.write(() => interrupt.run(now.getTime()).changes);
     },
 
-    /**
-     * Returns the job's skipped rows in line order, read a page at a time as they are iterated (no statement stays
-     * open between pages, so the connection serves other requests meanwhile); throws `not_found`.
-     */
-    skippedRows(id: string): Iterable<SkippedRow> {
+    async skippedRows(id) {
       const { seq } = getRow(id);
-      return (function* () {
+      return (async function* () {
         for (let after = 0; ; ) {
           const rows = failures.all(seq, after, SKIPPED_PAGE);
-          yield* rows;
+          if (rows.length > 0) yield rows;
           if (rows.length < SKIPPED_PAGE) return;
           after = rows.at(-1)!.line;
         }
@@ -148,7 +178,10 @@ export function createImportJobStore(db: Db) {
   };
 }
 
-/** Returns the statements the import writer moves a job's counts and skipped rows with, inside its transactions. */
+/**
+ * Returns the statements a job's counts and skipped rows move with, inside the transactions that write its rows: on
+ * the import writer's connection (or, for an in-memory database, which has no second connection, the service's).
+ */
 export function jobProgressWriter(db: Db) {
   const progress = db.prepare(
     `UPDATE import_jobs SET bytes_read = @bytes, rows_read = rows_read + @rows, imported = imported + @imported, updated = updated + @updated,

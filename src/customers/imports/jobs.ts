@@ -1,33 +1,21 @@
 // CSV import jobs on the service's side: an upload's header row is checked as it arrives (a file without an email
-// column is refused before any row is read), the file goes to disk as it streams in, and the jobs run one at a
-// time in arrival order on the import writer (imports.ts). Knows no HTTP: it takes the body as a stream of bytes.
+// column is refused before any row is read), the file goes to disk as it streams in, and the job is handed to the
+// import runner (import-runner.ts), which runs the jobs one at a time in arrival order. Knows no HTTP: it takes the
+// body as a stream of bytes.
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { Clock } from '../../domain/clock.ts';
 import { AppError } from '../../domain/errors.ts';
 import type { OnExisting } from '../store/writes.ts';
 import { HEADER_LIMIT, readHeader, type ColumnMapping } from './csv-columns.ts';
 import { previewCsv, type CsvPreview } from './csv-preview.ts';
-import type { CustomerImports } from './imports.ts';
-import { createImportJobStore, type ImportJob, type JobToRun } from './job-store.ts';
-import type { Db } from '../../db/database.ts';
+import type { ImportRunner, JobRunOptions } from './import-runner.ts';
+import type { ImportJob, SkippedRow } from './job-store.ts';
 
-export interface ImportJobsOptions {
-  /** Where uploads wait for their job; emptied at start-up. */
-  folder: string;
+export interface ImportJobsOptions extends JobRunOptions {
   /** IMPORT_MAX_BYTES: the largest file accepted. */
   maxBytes: number;
-  clock: Clock;
-  /** Told when a job has ended, with the job as it ended. */
-  onEnd?: (job: ImportJob) => void;
-  /**
-   * Called inside the transaction that ends a job, with the job as it ended: what it writes commits with the job's
-   * end or not at all (the webhook outbox). It must not await.
-   */
-  onFinish?: (job: ImportJob) => void;
 }
 
 /** What came with an upload besides its bytes. */
@@ -42,53 +30,41 @@ export interface Upload {
   onExisting?: OnExisting;
 }
 
-export type ImportJobs = ReturnType<typeof createImportJobs>;
+/** The import jobs as the API sees them. */
+export interface ImportJobs {
+  /**
+   * Reads an upload to disk and queues its job; resolves to the job, `running` until it ends. Rejects with
+   * `validation_failed` on `body` for a file without a header row naming an email column (read from its first
+   * line, before any row) and on `columns` for a mapping that does not fit it, `payload_too_large` past
+   * IMPORT_MAX_BYTES, and what reading the body throws.
+   */
+  accept(body: AsyncIterator<Buffer>, upload: Upload): Promise<ImportJob>;
+  /**
+   * Reads only the first bytes of an upload and stores nothing: resolves to how its columns are read, its first
+   * records as they would be stored, and their problems (csv-preview.ts). The caller discards the rest of the body.
+   * Rejects as `accept` (`payload_too_large` for a declared length past IMPORT_MAX_BYTES).
+   */
+  preview(body: AsyncIterator<Buffer>, upload: Omit<Upload, 'fileName' | 'createdBy'>): Promise<CsvPreview>;
+  /** IMPORT_MAX_BYTES: the most a client may send of one upload. */
+  readonly maxBytes: number;
+  /** Resolves to the job; rejects with `not_found`. */
+  getJob(id: string): Promise<ImportJob>;
+  /** Resolves to one page of jobs, newest first, and how many there are. */
+  listJobs(page: number, limit: number): Promise<{ items: ImportJob[]; total: number }>;
+  /** Resolves, once the job is found (else rejects with `not_found`), to its skipped rows in line order, a page at a time. */
+  skippedRows(id: string): Promise<AsyncIterable<SkippedRow[]>>;
+}
 
-/**
- * Returns the import jobs of `db`. Jobs a stopped process left `running` are marked `interrupted` (their committed
- * rows and counts stay), and their uploads removed.
- */
+/** Returns the import jobs run by `runner` (whose jobs have been started); `emailsStored` serves the previews. */
 export function createImportJobs(
-  db: Db,
-  { runJob, emailsStored }: { runJob: CustomerImports['runJob']; emailsStored: (emails: readonly string[]) => Set<string> },
-  { folder, maxBytes, clock, onEnd, onFinish }: ImportJobsOptions,
-) {
-  const store = createImportJobStore(db);
-  const finishJob = db.transaction((job: JobToRun, status: 'completed' | 'failed') => {
-    store.finishJob(job.seq, status, clock());
-    onFinish?.(store.getJob(job.id));
-  });
-  store.interruptRunning(clock());
-  rmSync(folder, { recursive: true, force: true });
-  mkdirSync(folder, { recursive: true });
-  const fileOf = (id: string) => join(folder, `${id}.csv`);
-
-  const waiting: JobToRun[] = [];
-  let running = false;
-  const runNext = () => {
-    const job = running ? undefined : waiting.shift();
-    if (!job) return;
-    running = true;
-    runJob(job, fileOf(job.id), (status) => {
-      finishJob.immediate(job, status);
-      // Off the event loop: unlinking a file of 87 MB held it for 158 ms.
-      void rm(fileOf(job.id), { force: true }).catch(() => {});
-      running = false;
-      onEnd?.(store.getJob(job.id));
-      runNext();
-    });
-  };
-
+  runner: ImportRunner,
+  emailsStored: (emails: readonly string[]) => Promise<Set<string>>,
+  { maxBytes, clock }: Pick<ImportJobsOptions, 'maxBytes' | 'clock'>,
+): ImportJobs {
   const tooLarge = () => new AppError('payload_too_large', `Import files are limited to ${maxBytes} bytes (IMPORT_MAX_BYTES).`);
 
   return {
-    /**
-     * Reads an upload to disk and queues its job; returns the job, `running` until it ends. Throws
-     * `validation_failed` on `body` for a file without a header row naming an email column (read from its first
-     * line, before any row) and on `columns` for a mapping that does not fit it, `payload_too_large` past
-     * IMPORT_MAX_BYTES, and what reading the body throws.
-     */
-    async accept(body: AsyncIterator<Buffer>, upload: Upload): Promise<ImportJob> {
+    async accept(body, upload) {
       if (upload.declaredBytes !== undefined && upload.declaredBytes > maxBytes) throw tooLarge();
       let head = Buffer.alloc(0);
       let lineEnd = -1;
@@ -114,33 +90,24 @@ export function createImportJobs(
           yield next.value;
         }
       };
+      const path = runner.uploadPath(id);
       try {
-        await pipeline(rest, createWriteStream(fileOf(id), { flags: 'wx' }));
+        await pipeline(rest, createWriteStream(path, { flags: 'wx' }));
       } catch (error) {
-        await rm(fileOf(id), { force: true });
+        await rm(path, { force: true });
         throw error;
       }
-      const now = clock();
-      const { job, seq } = store.insertJob({ id, fileName: upload.fileName, columns, ignored, onExisting, createdBy: upload.createdBy }, now);
-      waiting.push({ seq, id, columns, onExisting, startedAt: now.getTime() });
-      runNext();
-      return job;
+      return runner.addJob({ id, fileName: upload.fileName, columns, ignored, onExisting, createdBy: upload.createdBy });
     },
 
-    /**
-     * Reads only the first bytes of an upload and stores nothing: returns how its columns are read, its first records
-     * as they would be stored, and their problems (csv-preview.ts). The caller discards the rest of the body. Throws
-     * as `accept` (`payload_too_large` for a declared length past IMPORT_MAX_BYTES).
-     */
-    async preview(body: AsyncIterator<Buffer>, upload: Omit<Upload, 'fileName' | 'createdBy'>): Promise<CsvPreview> {
+    async preview(body, upload) {
       if (upload.declaredBytes !== undefined && upload.declaredBytes > maxBytes) throw tooLarge();
       return previewCsv(body, { maxBytes, lengthKnown: upload.declaredBytes !== undefined, tooLarge, clock, columns: upload.columns, onExisting: upload.onExisting ?? 'skip', emailsStored });
     },
 
-    /** IMPORT_MAX_BYTES: the most a client may send of one upload. */
     maxBytes,
-    getJob: store.getJob,
-    listJobs: store.listJobs,
-    skippedRows: store.skippedRows,
+    getJob: (id) => runner.jobs.getJob(id),
+    listJobs: (page, limit) => runner.jobs.listJobs(page, limit),
+    skippedRows: (id) => runner.jobs.skippedRows(id),
   };
 }

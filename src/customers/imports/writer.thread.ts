@@ -11,7 +11,8 @@ import { createImportQueue, type ImportRequest } from './group-commit.ts';
 import type { WriterMessage } from './imports.ts';
 import { jobProgressWriter, type JobToRun } from './job-store.ts';
 import { createCustomerWrites } from '../store/writes.ts';
-import { openWriterConnection, WriteTurns } from '../../db/database.ts';
+import { openWriterConnection } from '../../db/database.ts';
+import { WriterTurns } from '../../db/write-gate.ts';
 
 /**
  * Ask for a checkpoint after this many imported rows (about 40,000 log frames), or once no import came for a moment:
@@ -25,8 +26,8 @@ const port = parentPort!;
 // pages an import reads again from the file (the operating system's cache, not the disk, on a warm machine).
 const { path, cacheMiB, turns: sharedTurns } = workerData as { path: string; cacheMiB: number; turns: SharedArrayBuffer };
 const db = openWriterConnection(path, cacheMiB);
-/** Shared with the service's connection: a job's transaction commits at once when a write of the service waits. */
-const turns = new WriteTurns(sharedTurns);
+/** The writer's side of the engine's write gate: a job's transaction commits soon when a write of the service waits. */
+const turns = new WriterTurns(sharedTurns);
 // The checkpointer thread checkpoints after JSON imports, this thread itself during CSV jobs; a commit never does.
 db.pragma('wal_autocheckpoint = 0');
 // After a checkpoint lets the log start over, a log file grown by a long import is cut back to 64 MiB, by the next

@@ -1,7 +1,7 @@
 // SQL for listing customers: search (trigram index or LIKE), status and country filters, sort and pagination, and
 // the choice of plan per page. Reads only; knows no HTTP.
 import { countryKey, type Customer, type CustomerSort, type CustomerStatus } from '../../domain/customers.ts';
-import type { CustomerChangeFeed } from '../change-feed.ts';
+import type { ChangeSource } from '../change-feed.ts';
 import { toCustomer, type CustomerRow } from './rows.ts';
 import type { CustomerStats } from './stats.ts';
 import type { Db } from '../../db/database.ts';
@@ -64,7 +64,7 @@ function likePattern(term: string): string {
 }
 
 /** Returns `listCustomers`, with its statements prepared on first use (the default page at once). */
-export function createCustomerSearch(db: Db, stats: CustomerStats, feed: CustomerChangeFeed) {
+export function createCustomerSearch(db: Db, stats: CustomerStats, feed: Pick<ChangeSource, 'generation'>) {
   const byId = db.prepare<[number], CustomerRow>('SELECT * FROM customers WHERE id = ?');
 
   // Search results cost time in proportion to their matches, and paging repeats the same search on every page.
