@@ -2,17 +2,13 @@
 // GET /v1/campaigns over 100,000 campaigns against a bare node:http floor. Run by `npm run bench`, or alone as
 // `npm run bench:campaigns -- [--database PATH] [--duration S]` on a copy of a seeded database.
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, existsSync, rmSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { openDatabase } from '../src/db/database.ts';
+import { openSqliteEngine } from '../src/db/engine.ts';
 import { createSegmentRepository } from '../src/db/segments.ts';
-import { createUserRepository } from '../src/db/users.ts';
-import { hashPassword } from '../src/domain/passwords.ts';
 import { startFakeProvider } from '../test/support/fake-provider.ts';
-import { audienceReady, load, type Load, log, percentile, SERVICE, signIn as signInAt, startProcess, waitFor } from './bench-support.ts';
+import { audienceReady, ensureUser, freshCopy, load, type Load, log, percentile, SERVICE, signIn as signInAt, startProcess, waitFor } from './bench-support.ts';
 
-const EMAIL = 'campaign-bench@example.com';
-const PASSWORD = 'bench-password-1';
+const ACCOUNT = { email: 'campaign-bench@example.com', fullName: 'Campaign bench', role: 'admin', password: 'bench-password-1' } as const;
 const CAMPAIGNS = 100_000;
 export interface CampaignBench {
   campaigns: number;
@@ -39,11 +35,10 @@ const DRAFT_BODY = { description: 'customers in Germany who spent more than $1,0
 
 /** Adds a user, a segment and 100,000 campaigns (written directly, in one transaction) unless they are there. */
 async function prepare(database: string): Promise<{ segmentId: string }> {
-  const db = openDatabase(database);
-  const users = createUserRepository(db);
-  const found = users.findCredentials(EMAIL);
-  const user = found?.user ?? users.insertUser({ email: EMAIL, fullName: 'Campaign bench', role: 'admin', passwordHash: await hashPassword(PASSWORD) }, new Date());
-  const segment = createSegmentRepository(db).insertSegment(
+  const engine = openSqliteEngine(database);
+  const { db } = engine;
+  const user = await ensureUser(engine, ACCOUNT);
+  const segment = await createSegmentRepository(engine).insertSegment(
     { name: 'Bench: Germany, 3+ purchases', conditions: [{ field: 'country', operator: 'eq', value: 'Germany' }, { field: 'totalTransactions', operator: 'gte', value: 3 }], matchCount: 0, createdBy: user.id },
     new Date(),
   );
@@ -54,11 +49,11 @@ async function prepare(database: string): Promise<{ segmentId: string }> {
   );
   const channels = ['sms', 'email', 'push'] as const;
   const statuses = ['draft', 'in_review', 'approved', 'sent'] as const;
-  db.transaction(() => {
+  await engine.write(() => {
     const start = Date.now() - CAMPAIGNS * 1000;
     for (let i = have; i < CAMPAIGNS; i++) insert.run(randomUUID(), segment.id, segment.name, channels[i % 3], statuses[i % 4], user.id, start + i * 1000, start + i * 1000);
-  })();
-  db.close();
+  });
+  await engine.close();
   return { segmentId: segment.id };
 }
 
@@ -73,7 +68,7 @@ export async function benchCampaigns({ database, duration, port = 3927 }: { data
   const floor = startProcess(['--import', 'tsx', 'scripts/bench-floor.ts', database, String(port + 1), 'campaigns'], {}, 'data/bench-campaigns-floor.log');
   await waitFor(`http://127.0.0.1:${port + 1}/`);
   const api = (path: string, p = port) => `http://127.0.0.1:${p}${path}`;
-  const signIn = (p: number) => signInAt(`http://127.0.0.1:${p}`, EMAIL, PASSWORD);
+  const signIn = (p: number) => signInAt(`http://127.0.0.1:${p}`, ACCOUNT.email, ACCOUNT.password);
 
   try {
     const token = await signIn(port);
@@ -144,9 +139,7 @@ export async function benchCampaigns({ database, duration, port = 3927 }: { data
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({ options: { database: { type: 'string', default: 'data/bench-1000000.db' }, duration: { type: 'string', default: '5' } } });
   const copy = 'data/bench-campaigns.db';
-  if (!existsSync(values.database)) throw new Error(`${values.database} does not exist: run npm run bench once, or npm run seed -- --database ${values.database}`);
-  for (const suffix of ['', '-wal', '-shm', '.secret']) rmSync(copy + suffix, { force: true });
-  copyFileSync(values.database, copy);
+  freshCopy(values.database, copy);
   const result = await benchCampaigns({ database: copy, duration: Number(values.duration) });
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

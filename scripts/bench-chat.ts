@@ -4,16 +4,11 @@
 // Then turns with one read tool through a provider answering at once: the time the service adds to the whole loop
 // (one request at a time), and 100 such turns streaming at once.
 // Run by `npm run bench`, or alone as `npm run bench:chat -- [--database PATH] [--streams N]`.
-import { copyFileSync, existsSync, rmSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { openDatabase } from '../src/db/database.ts';
-import { createUserRepository } from '../src/db/users.ts';
-import { hashPassword } from '../src/domain/passwords.ts';
 import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../test/support/fake-provider.ts';
-import { audienceReady, log, percentile, rssMb, SERVICE, signIn, startProcess, waitFor } from './bench-support.ts';
+import { audienceReady, ensureUserAt, freshCopy, log, percentile, rssMb, SERVICE, signIn, sleep, startProcess, waitFor } from './bench-support.ts';
 
-const EMAIL = 'chat-bench@example.com';
-const PASSWORD = 'bench-password-1';
+const ACCOUNT = { email: 'chat-bench@example.com', fullName: 'Chat bench', role: 'marketing_lead', password: 'bench-password-1' } as const;
 const PIECES = 150;
 const PIECE_INTERVAL_MS = 20;
 /** Streams are opened one every this many milliseconds (200 within a second), not all in the same instant. */
@@ -60,7 +55,7 @@ const sortedNumbers = (values: number[]) => values.filter(Number.isFinite).sort(
 
 /** Times turns with one read tool against a service whose provider is `fake`. */
 async function toolTurns(base: string, pid: number, fake: FakeProvider, turns: number, concurrent: number): Promise<ToolTurnRun> {
-  const token = await signIn(base, EMAIL, PASSWORD);
+  const token = await signIn(base, ACCOUNT.email, ACCOUNT.password);
   await audienceReady(base, token);
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   const newThread = async () => ((await (await fetch(`${base}/v1/chat/threads`, { method: 'POST', headers, body: '{}' })).json()) as { id: string }).id;
@@ -93,7 +88,7 @@ async function toolTurns(base: string, pid: number, fake: FakeProvider, turns: n
     const sampler = (async () => {
       while (running) {
         rssPeakMb = Math.max(rssPeakMb, rssMb(pid));
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await sleep(20);
       }
     })();
     const timings = await Promise.all(threads.map((id) => timeStream(`${base}/v1/chat/threads/${id}/messages/stream`, token, 'How many German customers bought three times or more?')));
@@ -159,7 +154,7 @@ async function timeStream(url: string, token: string, content: string): Promise<
 }
 
 async function run(name: string, base: string, pid: number, streams: number, providerFirstPieceMs: number): Promise<StreamRun> {
-  const token = await signIn(base, EMAIL, PASSWORD);
+  const token = await signIn(base, ACCOUNT.email, ACCOUNT.password);
   await audienceReady(base, token);
   const threads: string[] = [];
   for (let i = 0; i < streams; i++) {
@@ -176,14 +171,14 @@ async function run(name: string, base: string, pid: number, streams: number, pro
       await (await fetch(`${base}/health`)).text();
       health.push(performance.now() - begun);
       rssOpenMb = Math.max(rssOpenMb, rssMb(pid));
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
     }
   })();
   let open = 0;
   let peakOpen = 0;
   const timings = await Promise.all(
     threads.map(async (id, i) => {
-      await new Promise((resolve) => setTimeout(resolve, i * RAMP_MS));
+      await sleep(i * RAMP_MS);
       peakOpen = Math.max(peakOpen, ++open);
       try {
         return await timeStream(`${base}/v1/chat/threads/${id}/messages/stream`, token, 'How healthy is our customer base, and which segment should we target?');
@@ -224,10 +219,7 @@ export interface ChatFigures {
 
 /** Runs both stream benchmarks and the tool turns against services on `database` (a user is added) and returns their figures. */
 export async function benchChat({ database, streams = 200, port = 3937 }: { database: string; streams?: number; port?: number }): Promise<ChatFigures> {
-  const db = openDatabase(database);
-  const users = createUserRepository(db);
-  if (!users.findCredentials(EMAIL)) users.insertUser({ email: EMAIL, fullName: 'Chat bench', role: 'marketing_lead', passwordHash: await hashPassword(PASSWORD) }, new Date());
-  db.close();
+  await ensureUserAt(database, ACCOUNT);
   const common = {
     DATABASE_PATH: database,
     LOG_LEVEL: 'info',
@@ -262,8 +254,6 @@ export async function benchChat({ database, streams = 200, port = 3937 }: { data
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({ options: { database: { type: 'string', default: 'data/bench-1000000.db' }, streams: { type: 'string', default: '200' } } });
   const copy = 'data/bench-chat.db';
-  if (!existsSync(values.database)) throw new Error(`${values.database} does not exist: run npm run bench once, or npm run seed -- --database ${values.database}`);
-  for (const suffix of ['', '-wal', '-shm', '.secret']) rmSync(copy + suffix, { force: true });
-  copyFileSync(values.database, copy);
+  freshCopy(values.database, copy);
   process.stdout.write(`${JSON.stringify(await benchChat({ database: copy, streams: Number(values.streams) }), null, 2)}\n`);
 }

@@ -4,10 +4,7 @@
 // unless said) or opens an existing database, starts the service on it and prints the figures.
 import { existsSync, mkdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { openDatabase } from '../src/db/database.ts';
-import { createUserRepository } from '../src/db/users.ts';
-import { hashPassword } from '../src/domain/passwords.ts';
-import { audienceReady, log, percentile, rssMb, SERVICE, signIn, startProcess, waitFor } from './bench-support.ts';
+import { audienceReady, ensureUserAt, log, percentile, rssMb, SERVICE, signIn, sleep, startProcess, waitFor } from './bench-support.ts';
 import { seedDatabase } from './seed.ts';
 
 export interface ExportLoad {
@@ -25,8 +22,6 @@ export interface ExportLoad {
   rssBeforeMb: number;
   peakRssMb: number;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Downloads `/v1/segments/{segmentId}/customers.csv` from the service at `base` (process `pid`) as fast as this client
@@ -98,24 +93,18 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: { customers: { type: 'string', default: '200000' }, database: { type: 'string' }, port: { type: 'string', default: '3919' } } });
   const customers = Number(values.customers);
   const database = values.database ?? `data/bench-exports-${customers}.db`;
-  const email = 'bench-exports@example.com';
-  const password = 'bench-exports-password';
+  const account = { email: 'bench-exports@example.com', fullName: 'Bench exports', role: 'lifecycle_marketer', password: 'bench-exports-password' } as const;
   mkdirSync('data', { recursive: true });
   if (!existsSync(database)) {
     log(`Seeding ${customers.toLocaleString('en')} customers into ${database}...`);
     seedDatabase(database, customers, { seed: 42, quiet: true });
   }
-  const db = openDatabase(database);
-  const users = createUserRepository(db);
-  if (!users.findCredentials(email)) {
-    users.insertUser({ email, fullName: 'Bench exports', role: 'lifecycle_marketer', passwordHash: await hashPassword(password) }, new Date());
-  }
-  db.close();
+  await ensureUserAt(database, account);
   const base = `http://127.0.0.1:${values.port}`;
   const service = startProcess(SERVICE, { DATABASE_PATH: database, PORT: values.port!, LOG_LEVEL: 'info', ADMIN_PASSWORD: 'unused-admin-password' }, 'data/bench-exports-service.log');
   try {
     await waitFor(`${base}/health`);
-    const token = await signIn(base, email, password);
+    const token = await signIn(base, account.email, account.password);
     await audienceReady(base, token);
     const segment = await fetch(`${base}/v1/segments`, {
       method: 'POST',

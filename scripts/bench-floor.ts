@@ -4,17 +4,17 @@
 import { createServer } from 'node:http';
 import { createCampaignRepository } from '../src/db/campaigns.ts';
 import { openCustomers } from '../src/customers/index.ts';
-import { openDatabase } from '../src/db/database.ts';
+import { openSqliteEngine } from '../src/db/engine.ts';
 
 const [path, port, what = 'customers'] = process.argv.slice(2);
-const db = openDatabase(path!);
-const customers = openCustomers(db).store;
-const campaigns = createCampaignRepository(db);
+const engine = openSqliteEngine(path!);
+const customers = openCustomers(engine).store;
+const campaigns = createCampaignRepository(engine);
 const query = { search: '', status: 'all', country: '', sort: 'lastActivityDate', direction: 'desc', page: 1, limit: 50 } as const;
 const page = what === 'campaigns' ? () => campaigns.listCampaigns({}, 1, 50) : () => customers.listCustomers(query);
 
-createServer((_req, res) => {
-  const body = JSON.stringify({ ...page(), page: 1, limit: 50 });
+createServer(async (_req, res) => {
+  const body = JSON.stringify({ ...(await page()), page: 1, limit: 50 });
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
 }).listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\n'));

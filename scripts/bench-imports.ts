@@ -1,9 +1,87 @@
-// The benchmark's CSV import jobs: a file uploaded as one job, followed to its end, while another client reads the
-// KPIs and edits a customer in turn, to measure how long other requests wait meanwhile.
-import { createReadStream } from 'node:fs';
+// The benchmark's imports: JSON imports from concurrent clients, and CSV import jobs (a file uploaded as one job,
+// followed to its end), each while another client reads the KPIs (and edits a customer) to measure how long other
+// requests wait meanwhile.
+import Database from 'better-sqlite3';
+import { copyFileSync, createReadStream, existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { log, percentile, rssMb, SERVICE, startProcess } from './bench-support.ts';
+import { parseArgs } from 'node:util';
+import { countryKey } from '../src/domain/customers.ts';
+import { exportLoad } from './bench-exports.ts';
+import {
+  audienceReady,
+  ensureUserAt,
+  importBodies,
+  load,
+  log,
+  percentile,
+  removeDatabase,
+  rssMb,
+  SERVICE,
+  signIn,
+  sleep,
+  startProcess,
+  waitFor,
+} from './bench-support.ts';
+import { writeCustomersCsv } from './csv-file.ts';
+import { syntheticCustomers } from './synthetic-customers.ts';
+
+export interface ImportLoad {
+  rowsPerSecond: number;
+  requests: number;
+  clients: number;
+  /** The slowest import request, ms. */
+  worstImportMs: number;
+  /** GET /v1/customers/kpis polled one at a time while the imports ran: how long it waited at worst, and p99. */
+  kpisWorstMs: number;
+  kpisP99Ms: number;
+  kpisSamples: number;
+}
+
+/**
+ * Sends the bodies (1000 rows each) to the service at `base` from `clients` concurrent clients while one poller reads
+ * the KPIs in a loop (none with `pollKpis` false). Throws unless every request imports its 1000 rows.
+ */
+export async function importLoad(base: string, token: string, bodies: string[], clients: number, { pollKpis = true } = {}): Promise<ImportLoad> {
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+  let next = 0;
+  const importMs: number[] = [];
+  const client = async () => {
+    for (let i = next++; i < bodies.length; i = next++) {
+      const started = performance.now();
+      const reply = await fetch(`${base}/v1/customers/import`, { method: 'POST', headers, body: bodies[i] });
+      const report = (await reply.json()) as { imported: number };
+      if (report.imported !== 1000) throw new Error(`import request ${i}: ${JSON.stringify(report).slice(0, 200)}`);
+      importMs.push(performance.now() - started);
+    }
+  };
+  let importing = true;
+  const kpisMs: number[] = [];
+  const poll = async () => {
+    while (importing) {
+      const started = performance.now();
+      const reply = await fetch(`${base}/v1/customers/kpis`, { headers });
+      await reply.arrayBuffer();
+      kpisMs.push(performance.now() - started);
+      await sleep(5);
+    }
+  };
+  const poller = pollKpis ? poll() : Promise.resolve();
+  const started = performance.now();
+  await Promise.all(Array.from({ length: clients }, client));
+  const seconds = (performance.now() - started) / 1000;
+  importing = false;
+  await poller;
+  return {
+    rowsPerSecond: (bodies.length * 1000) / seconds,
+    requests: bodies.length,
+    clients,
+    worstImportMs: Math.max(...importMs),
+    kpisWorstMs: Math.max(0, ...kpisMs),
+    kpisP99Ms: percentile(kpisMs, 0.99),
+    kpisSamples: kpisMs.length,
+  };
+}
 
 export interface JobLoad {
   rows: number;
@@ -18,8 +96,6 @@ export interface JobLoad {
   reads: { worstMs: number; p99Ms: number; samples: number };
   edits: { worstMs: number; p99Ms: number; samples: number };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Uploads `file` (`rows` rows) to the service at `base` as a CSV import job and follows it to its end, while one
@@ -107,6 +183,19 @@ export async function csvJobLoad(base: string, token: string, file: string, rows
   return result;
 }
 
+/** Adds the customer a CSV job's bench edits while the job runs (into an empty base) and returns its id. */
+export async function customerToEdit(base: string, token: string): Promise<string> {
+  const edited = await fetch(`${base}/v1/customers`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Edited during the job', email: 'edited@bench.example.com', country: 'Germany', totalTransactions: 1, totalAmountSpent: 1, lastActivityDate: '2026-01-01', status: 'active' }),
+  });
+  return ((await edited.json()) as { id: string }).id;
+}
+
+/** The rows of one transaction of `sqliteAlone`. */
+const TRANSACTION_ROWS = 50_000;
+
 /**
  * What SQLite itself allows, the yardstick of the job figures (the machines these run on are shared and differ: read
  * a job's rows per second as a share of this, measured in the same run). Bare inserts into a copy of `source`: the
@@ -116,17 +205,9 @@ export async function csvJobLoad(base: string, token: string, file: string, rows
  * job into the full base. In this process, with no service running; rows per second. The issue that set the job
  * target measured SQLite so at about 58,000 rows/s from 1.0 to 1.2 million rows: 25,000 rows/s is 43% of it.
  */
-const TRANSACTION_ROWS = 50_000;
-
 export async function sqliteAlone(source: string, rows = 200_000): Promise<{ rows: number; rowsPerSecond: number }> {
-  const { copyFileSync, rmSync } = await import('node:fs');
-  const { default: Database } = await import('better-sqlite3');
-  const { countryKey } = await import('../src/domain/customers.ts');
-  const { syntheticCustomers } = await import('./synthetic-customers.ts');
   const copy = 'data/bench-sqlite-alone.db';
-  const clean = () => {
-    for (const suffix of ['', '-wal', '-shm']) rmSync(copy + suffix, { force: true });
-  };
+  const clean = () => removeDatabase(copy);
   clean();
   copyFileSync(source, copy);
   const records = [...syntheticCustomers(rows, { seed: 8, firstSerial: 60_000_000 })];
@@ -250,15 +331,6 @@ export function sampleRss(pid: number): { stop(): number; peak(): number } {
  * uses the same files); `BENCH_RSS_TRACE=1` logs the RSS every 2 s.
  */
 async function main(): Promise<void> {
-  const { parseArgs } = await import('node:util');
-  const { copyFileSync, existsSync, rmSync } = await import('node:fs');
-  const { openDatabase } = await import('../src/db/database.ts');
-  const { createUserRepository } = await import('../src/db/users.ts');
-  const { hashPassword } = await import('../src/domain/passwords.ts');
-  const { writeCustomersCsv } = await import('./csv-file.ts');
-  const { syntheticCustomers } = await import('./synthetic-customers.ts');
-  const { exportLoad } = await import('./bench-exports.ts');
-  const { audienceReady, load, signIn, waitFor } = await import('./bench-support.ts');
   const { values } = parseArgs({
     options: {
       customers: { type: 'string', default: '1000000' },
@@ -270,19 +342,9 @@ async function main(): Promise<void> {
   });
   const rows = Number(values.rows);
   const source = `data/bench-${values.customers}.db`;
-  const email = 'bench@example.com';
-  const password = 'bench-password-1';
+  const account = { email: 'bench@example.com', fullName: 'Bench', role: 'admin', password: 'bench-password-1' } as const;
   const base = `http://127.0.0.1:${values.port}`;
   const env = { PORT: values.port!, LOG_LEVEL: 'info', ADMIN_PASSWORD: 'unused-admin-password' };
-  const fresh = (path: string) => {
-    for (const suffix of ['', '-wal', '-shm', '.secret', '.imports']) rmSync(path + suffix, { force: true, recursive: true });
-  };
-  const withUser = async (path: string) => {
-    const db = openDatabase(path);
-    const users = createUserRepository(db);
-    if (!users.findCredentials(email)) users.insertUser({ email, fullName: 'Bench', role: 'admin', passwordHash: await hashPassword(password) }, new Date());
-    db.close();
-  };
   const csv = async (name: string, seed: number, firstSerial: number) => {
     const file = `data/bench-imports-${name}-${rows}.csv`;
     if (!existsSync(file)) await writeCustomersCsv(file, rows, { seed, firstSerial });
@@ -299,49 +361,13 @@ async function main(): Promise<void> {
     const rss = sampleRss(service.pid!);
     try {
       await waitFor(`${base}/health`);
-      const token = await signIn(base, email, password);
+      const token = await signIn(base, account.email, account.password);
       await audienceReady(base, token);
-      const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-      let editId = '1';
       if (warm) {
         log(`  warming (${name}):`);
-        for (const path of ['/v1/customers', '/v1/customers?search=example.org', '/v1/customers?sort=totalAmountSpent&direction=asc&page=200', '/v1/customers/trend?months=24']) {
-          await load(`GET ${path}`, `${base}${path}`, 3, { token });
-        }
-        const bodies: string[] = [];
-        const made = syntheticCustomers(60_000, { seed: 7, firstSerial: 50_000_000 });
-        for (let b = 0; b < 60; b++) {
-          const customers = [];
-          for (let i = 0; i < 1000; i++) {
-            const c = made.next().value!;
-            customers.push({ ...c, totalAmountSpent: c.amountCents / 100, lastActivityDate: new Date(c.lastActivityAt).toISOString(), amountCents: undefined, lastActivityAt: undefined });
-          }
-          bodies.push(JSON.stringify({ customers }));
-        }
-        let next = 0;
-        const began = performance.now();
-        const client = async () => {
-          for (let i = next++; i < bodies.length; i = next++) {
-            const reply = await fetch(`${base}/v1/customers/import`, { method: 'POST', headers: auth, body: bodies[i] });
-            const report = (await reply.json()) as { imported: number };
-            if (report.imported !== 1000) throw new Error(`import ${i}: ${JSON.stringify(report).slice(0, 200)}`);
-          }
-        };
-        await Promise.all([client(), client(), client(), client()]);
-        figures[`${name}JsonImportRowsPerSecond`] = 60_000 / ((performance.now() - began) / 1000);
-        log(`  JSON imports: ${Math.round(figures[`${name}JsonImportRowsPerSecond`] as number).toLocaleString('en')} rows/s; RSS so far ${Math.round(rss.peak())} MB`);
-        const everyone = await fetch(`${base}/v1/segments`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Bench: everyone', conditions: [{ field: 'totalTransactions', operator: 'gte', value: 0 }] }) });
-        await exportLoad(base, token, ((await everyone.json()) as { id: string }).id, service.pid!);
-        log(`  before the job: RSS ${Math.round(rssMb(service.pid!))} MB now, ${Math.round(rss.peak())} MB at most`);
+        figures[`${name}JsonImportRowsPerSecond`] = await warmUp(base, token, service.pid!, rss);
       }
-      if (name === 'empty') {
-        const edited = await fetch(`${base}/v1/customers`, {
-          method: 'POST',
-          headers: auth,
-          body: JSON.stringify({ name: 'Edited during the job', email: 'edited@bench.example.com', country: 'Germany', totalTransactions: 1, totalAmountSpent: 1, lastActivityDate: '2026-01-01', status: 'active' }),
-        });
-        editId = ((await edited.json()) as { id: string }).id;
-      }
+      const editId = name === 'empty' ? await customerToEdit(base, token) : '1';
       const before = rss.peak();
       const job = await csvJobLoad(base, token, file, rows, editId);
       const peak = Math.max(rss.stop(), rssMb(service.pid!, 'VmHWM'));
@@ -357,22 +383,42 @@ async function main(): Promise<void> {
 
   if (values.only !== 'empty') {
     const database = 'data/bench-imports-full.db';
-    fresh(database);
+    removeDatabase(database);
     copyFileSync(source, database);
-    await withUser(database);
+    await ensureUserAt(database, account);
     log(`CSV job of ${rows.toLocaleString('en')} rows into a copy of ${source}:`);
     await run('full', database, await csv('full', 8, 60_000_000), values.warm!);
-    fresh(database);
+    removeDatabase(database);
   }
   if (values.only !== 'full') {
     const database = 'data/bench-imports-empty.db';
-    fresh(database);
-    await withUser(database);
+    removeDatabase(database);
+    await ensureUserAt(database, account);
     log(`CSV job of ${rows.toLocaleString('en')} rows into an empty base:`);
     await run('empty', database, await csv('empty', 9, 1), false);
-    fresh(database);
+    removeDatabase(database);
   }
   process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+}
+
+/**
+ * The loads that fill the service's memory before the job in the whole bench: list and search requests, 60 JSON
+ * imports of 1000 rows from 4 clients, an export of every customer. Returns the JSON imports' rows per second.
+ */
+async function warmUp(base: string, token: string, pid: number, rss: { peak(): number }): Promise<number> {
+  for (const path of ['/v1/customers', '/v1/customers?search=example.org', '/v1/customers?sort=totalAmountSpent&direction=asc&page=200', '/v1/customers/trend?months=24']) {
+    await load(`GET ${path}`, `${base}${path}`, 3, { token });
+  }
+  const { rowsPerSecond } = await importLoad(base, token, importBodies(60, { seed: 7, firstSerial: 50_000_000 }), 4, { pollKpis: false });
+  log(`  JSON imports: ${Math.round(rowsPerSecond).toLocaleString('en')} rows/s; RSS so far ${Math.round(rss.peak())} MB`);
+  const everyone = await fetch(`${base}/v1/segments`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Bench: everyone', conditions: [{ field: 'totalTransactions', operator: 'gte', value: 0 }] }),
+  });
+  await exportLoad(base, token, ((await everyone.json()) as { id: string }).id, pid);
+  log(`  before the job: RSS ${Math.round(rssMb(pid))} MB now, ${Math.round(rss.peak())} MB at most`);
+  return rowsPerSecond;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -1,10 +1,19 @@
 // What the benchmarks share: child processes with their output in a file, waiting for a URL, memory, percentiles,
-// and autocannon runs reported as one row.
+// autocannon runs reported as one row, the databases they run on and the user they sign in as.
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { openSqliteEngine, type SqliteEngine } from '../src/db/engine.ts';
+import { createUserRepository, type User } from '../src/db/users.ts';
+import type { Role } from '../src/domain/auth-user.ts';
+import { customerFields } from '../src/customers/index.ts';
+import { hashPassword } from '../src/domain/passwords.ts';
+import { syntheticCustomers } from './synthetic-customers.ts';
 
 export const log = (text: string) => process.stderr.write(`${text}\n`);
+
+/** Resolves after `ms` milliseconds. */
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export interface Load {
   name: string;
@@ -94,4 +103,58 @@ export async function audienceReady(base: string, token: string): Promise<void> 
     body: JSON.stringify({ conditions: [{ field: 'totalTransactions', operator: 'gte', value: 0 }] }),
   });
   if (reply.status !== 200) throw new Error(`preview: ${reply.status} ${await reply.text()}`);
+}
+
+/** Deletes the database at `path` and what lives beside it (its log, shared memory, token secret, import uploads). */
+export function removeDatabase(path: string): void {
+  for (const suffix of ['', '-wal', '-shm', '.secret', '.imports']) rmSync(path + suffix, { force: true, recursive: true });
+}
+
+/** Replaces `copy` with a copy of `source`: a bench run alone changes the copy, never the seeded base it started from. */
+export function freshCopy(source: string, copy: string): void {
+  if (!existsSync(source)) throw new Error(`${source} does not exist: run npm run bench once, or npm run seed -- --database ${source}`);
+  removeDatabase(copy);
+  copyFileSync(source, copy);
+}
+
+/** The user a bench signs in as. */
+export interface BenchAccount {
+  email: string;
+  fullName: string;
+  role: Role;
+  password: string;
+}
+
+/** Returns the user with `account`'s email, added first when the database has none (a rerun finds the one before). */
+export async function ensureUser(engine: SqliteEngine, account: BenchAccount): Promise<User> {
+  const users = createUserRepository(engine);
+  const found = await users.findCredentials(account.email);
+  if (found) return found.user;
+  const { password, ...user } = account;
+  return users.insertUser({ ...user, passwordHash: await hashPassword(password) }, new Date());
+}
+
+/** `ensureUser` on the database at `path`, opened for it and closed again before a service opens it. */
+export async function ensureUserAt(path: string, account: BenchAccount): Promise<void> {
+  const engine = openSqliteEngine(path);
+  try {
+    await ensureUser(engine, account);
+  } finally {
+    await engine.close();
+  }
+}
+
+/**
+ * `count` bodies for POST /v1/customers/import of 1000 new synthetic customers each (the API's cap), drawn from
+ * `seed` with serials from `firstSerial`: the same seed gives the same customers in every bench.
+ */
+export function importBodies(count: number, { seed, firstSerial }: { seed: number; firstSerial: number }): string[] {
+  const made = syntheticCustomers(count * 1000, { seed, firstSerial });
+  const bodies: string[] = [];
+  for (let b = 0; b < count; b++) {
+    const customers = [];
+    for (let i = 0; i < 1000; i++) customers.push(customerFields(made.next().value!));
+    bodies.push(JSON.stringify({ customers }));
+  }
+  return bodies;
 }

@@ -2,10 +2,9 @@
 // delivered to a receiver on loopback that answers at once. Measures deliveries per second, from the first change to
 // the last arrival, and the time from each change (the event's `timestamp`, written in the move's transaction) to
 // its arrival. Run by `npm run bench`, or alone as `npm run bench:webhooks -- [--events N] [--clients N]`.
-import { rmSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { startWebhookReceiver } from '../test/support/webhook-receiver.ts';
-import { audienceReady, log, percentile, SERVICE, signIn, startProcess, waitFor } from './bench-support.ts';
+import { audienceReady, log, percentile, removeDatabase, SERVICE, signIn, startProcess, waitFor } from './bench-support.ts';
 
 const EMAIL = 'webhook-bench@example.com';
 const PASSWORD = 'bench-password-1';
@@ -30,7 +29,7 @@ export interface WebhookLoad {
  * waits until each event has arrived, and returns the figures. Throws when a move fails or an event never arrives.
  */
 export async function webhookLoad({ database = 'data/bench-webhooks.db', events = 1000, clients = 10, port = 3937 } = {}): Promise<WebhookLoad> {
-  for (const suffix of ['', '-wal', '-shm', '.secret']) rmSync(database + suffix, { force: true });
+  removeDatabase(database);
   const env = { DATABASE_PATH: database, PORT: String(port), LOG_LEVEL: 'info', MODEL_CALLS_PER_MINUTE: '100000', ADMIN_EMAIL: EMAIL, ADMIN_PASSWORD: PASSWORD };
   const service = startProcess(SERVICE, env, 'data/bench-webhooks-service.log'); // request logs as in production
   const receiver = await startWebhookReceiver({ name: 'bench' });

@@ -1,7 +1,7 @@
 // The demo's campaigns and assistant conversation, written by the local generator and moved through review by the
 // demo users, so every screen of the console opens on something real.
 import type { User } from '../src/db/users.ts';
-import type { Db } from '../src/db/database.ts';
+import type { SqliteEngine } from '../src/db/engine.ts';
 import { createCampaignRepository } from '../src/db/campaigns.ts';
 import { createChatRepository } from '../src/db/chat.ts';
 import { openCustomers } from '../src/customers/index.ts';
@@ -80,10 +80,10 @@ const CAMPAIGNS: DemoCampaign[] = [
 const QUESTIONS = ['How healthy is our customer base right now?', 'Which segment should we win back first?'];
 
 /** Adds the demo campaigns (with their review trails) and one assistant conversation for the lead. */
-export async function addDemoContent(db: Db, users: readonly User[], now: Date): Promise<void> {
-  const segments = createSegmentRepository(db);
-  const campaigns = createCampaignRepository(db);
-  const saved = new Map<string, Segment>(segments.listSegments().map((s) => [s.name, s]));
+export async function addDemoContent(engine: SqliteEngine, users: readonly User[], now: Date): Promise<void> {
+  const segments = createSegmentRepository(engine);
+  const campaigns = createCampaignRepository(engine);
+  const saved = new Map<string, Segment>((await segments.listSegments()).map((s) => [s.name, s]));
   const writer = createLocalModel({ sleep: realSleep });
 
   for (const plan of CAMPAIGNS) {
@@ -92,7 +92,7 @@ export async function addDemoContent(db: Db, users: readonly User[], now: Date):
     const brief = { audience: describeAudience(segment.conditions), audienceSize: segment.matchCount, objective: plan.objective, channel: plan.channel, tone: plan.tone };
     const copy = await draftCopy(writer, brief, new AbortController().signal);
     let at = now.getTime() - plan.daysAgo * 24 * HOUR;
-    const campaign = campaigns.insertCampaign(
+    const campaign = await campaigns.insertCampaign(
       { ...copy, segmentId: segment.id, segmentName: segment.name, objective: plan.objective, channel: plan.channel, tone: plan.tone, model: writer.model, createdBy: users[plan.by]!.id },
       new Date(at),
     );
@@ -101,18 +101,18 @@ export async function addDemoContent(db: Db, users: readonly User[], now: Date):
       at += 3 * HOUR;
       // Approval freezes the segment as it is: its conditions and the size counted when it was saved.
       const audience = to === 'approved' ? { conditions: segment.conditions, description: brief.audience, size: segment.matchCount } : undefined;
-      campaigns.moveCampaign(campaign.id, { from, to, note, userId: users[by]!.id, audience }, new Date(at));
+      await campaigns.moveCampaign(campaign.id, { from, to, note, userId: users[by]!.id, audience }, new Date(at));
       from = to;
     }
   }
 
   const lead = users[1]!;
-  const chats = createChatRepository(db);
-  const thread = chats.createThread(lead.id, undefined, new Date(now.getTime() - 2 * HOUR));
-  const customers = openCustomers(db);
-  const grounding = groundingReader(customers.store, segments, () => customers.feed.generation())(now);
-  QUESTIONS.forEach((question, i) => {
-    chats.addMessages(
+  const chats = createChatRepository(engine);
+  const thread = await chats.createThread(lead.id, undefined, new Date(now.getTime() - 2 * HOUR));
+  const customers = openCustomers(engine);
+  const grounding = await groundingReader(customers.store, segments, () => customers.feed.generation())(now);
+  for (const [i, question] of QUESTIONS.entries()) {
+    await chats.addMessages(
       lead.id,
       thread.id,
       [
@@ -121,5 +121,5 @@ export async function addDemoContent(db: Db, users: readonly User[], now: Date):
       ],
       new Date(now.getTime() - (2 - i) * HOUR + 60_000),
     );
-  });
+  }
 }

@@ -4,9 +4,9 @@
 import { existsSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { openCustomers } from '../src/customers/index.ts';
-import { openDatabase } from '../src/db/database.ts';
+import { openSqliteEngine } from '../src/db/engine.ts';
 import { createSegmentRepository } from '../src/db/segments.ts';
-import { createUserRepository } from '../src/db/users.ts';
+import { createUserRepository, type User } from '../src/db/users.ts';
 import type { Role } from '../src/domain/auth-user.ts';
 import { hashPassword } from '../src/domain/passwords.ts';
 import { compileConditions, type Condition } from '../src/domain/segments.ts';
@@ -30,18 +30,19 @@ const segments: { name: string; conditions: Condition[] }[] = [
 async function prepare(): Promise<void> {
   if (existsSync(path)) return;
   seedDatabase(path, 5000, { seed: 2026, quiet: true });
-  const db = openDatabase(path);
-  const users = createUserRepository(db);
+  const engine = openSqliteEngine(path);
+  const users = createUserRepository(engine);
   const passwordHash = await hashPassword(PASSWORD);
-  const created = people.map((p) => users.insertUser({ ...p, passwordHash }, new Date()));
-  const { audience } = openCustomers(db);
-  const saved = createSegmentRepository(db);
+  const created: User[] = [];
+  for (const p of people) created.push(await users.insertUser({ ...p, passwordHash }, new Date()));
+  const { audience } = openCustomers(engine);
+  const saved = createSegmentRepository(engine);
   for (const s of segments) {
     const matchCount = await audience.count(compileConditions(s.conditions, new Date()));
-    saved.insertSegment({ ...s, matchCount, createdBy: created[1]!.id }, new Date());
+    await saved.insertSegment({ ...s, matchCount, createdBy: created[1]!.id }, new Date());
   }
-  await addDemoContent(db, created, new Date());
-  db.close();
+  await addDemoContent(engine, created, new Date());
+  await engine.close();
 }
 
 try {

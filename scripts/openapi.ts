@@ -4,15 +4,15 @@ import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { openDatabase } from '../src/db/database.ts';
+import { openSqliteEngine } from '../src/db/engine.ts';
 import { buildOpenApi } from '../src/http/openapi.ts';
 import { createLogger } from '../src/http/logger.ts';
 
 const { values } = parseArgs({ options: { out: { type: 'string' } } });
-const db = openDatabase(':memory:');
-const { routes } = createApp({ db, config: loadConfig({ DATABASE_PATH: ':memory:' }), logger: createLogger('silent') });
+const engine = openSqliteEngine(':memory:');
+const { routes } = createApp({ engine, config: loadConfig({ DATABASE_PATH: ':memory:' }), logger: createLogger('silent') });
 const text = `${JSON.stringify(buildOpenApi(routes), null, 2)}\n`;
-db.close();
+await engine.close();
 if (values.out) {
   mkdirSync(dirname(values.out), { recursive: true });
   writeFileSync(values.out, text);
