@@ -3,7 +3,8 @@
 // shape, the `tool_calls` finish, retries around calls, transcripts of real-shaped streams, and the local generator.
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
-import { ACTION_KINDS, TOOL_SPECS, TOOLS as CHAT_TOOLS } from '../src/chat/tools.ts';
+import { TOOL_SPECS, TOOLS as CHAT_TOOLS } from '../src/chat/tools.ts';
+import { ACTION_KINDS } from '../src/domain/chat.ts';
 import { loadConfig } from '../src/config.ts';
 import { AppError } from '../src/domain/errors.ts';
 import { createLogger } from '../src/http/logger.ts';

@@ -6,6 +6,7 @@ import * as v from 'valibot';
 import type { Segment } from '../db/segments.ts';
 import { AppError } from '../domain/errors.ts';
 import { describeAudience, type Condition } from '../domain/segments.ts';
+import type { ActionKind } from '../domain/chat.ts';
 import type { ToolSpec } from '../llm/model.ts';
 import { CampaignListQuery, GenerateRequest } from '../schemas/campaigns.ts';
 import { PreviewRequest, SegmentRequest } from '../schemas/segments.ts';
@@ -116,13 +117,12 @@ export const TOOLS = [countAudience, listSegments, customerSummary, listCampaign
 type AnyTool = (typeof TOOLS)[number];
 type ProposingTool = Extract<AnyTool, { access: 'write' }>;
 
-/** A kind of proposal: the name of a write tool. */
-export type ActionKind = ProposingTool['name'];
+// The write tools are exactly the kinds of proposal the domain names (and stored rows and the API carry).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const proposalsAreWriteTools: Same<ProposingTool['name'], ActionKind> = true;
+void proposalsAreWriteTools;
 
 const WRITE_TOOLS = TOOLS.filter((t): t is ProposingTool => t.access === 'write');
-
-/** The kinds of proposal, in the order of their tools. */
-export const ACTION_KINDS: readonly ActionKind[] = WRITE_TOOLS.map((t) => t.name);
 
 /** The tools offered to the model. */
 export const TOOL_SPECS: readonly ToolSpec[] = TOOLS.map(specOf);

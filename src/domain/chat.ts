@@ -19,9 +19,12 @@ export function titleFromMessage(content: string): string {
   return `${characters.slice(0, AUTO_TITLE_LENGTH - 1).join('').trimEnd()}…`;
 }
 
-// What the assistant may propose: the names of its write tools, derived from the one list of tools so that a tool
-// and its kind of proposal cannot fall out of step.
-export { ACTION_KINDS, type ActionKind } from '../chat/tools.ts';
+/**
+ * What the assistant may propose: the names of its write tools. chat/tools.ts checks at compile time that its write
+ * tools are exactly these, so a tool and its kind of proposal cannot fall out of step.
+ */
+export const ACTION_KINDS = ['save_segment', 'draft_campaign'] as const;
+export type ActionKind = (typeof ACTION_KINDS)[number];
 
 /** A proposal waits for its user, who confirms (it then runs once) or rejects it. */
 export const ACTION_STATUSES = ['proposed', 'confirmed', 'rejected'] as const;
