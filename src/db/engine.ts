@@ -8,9 +8,8 @@
 // is refused). Work that must commit with a transaction of another repository (a webhook event with a campaign's
 // move) is a synchronous function taking that `tx`: it joins the transaction it is given. Repositories know no HTTP.
 //
-// SQLite implements it here. The PostgreSQL engine (DATABASE_URL) will implement the same interface with postgres.js:
-// `write` as BEGIN ... COMMIT on one pooled connection, `notify`/`listen` as NOTIFY/LISTEN, `leadership` as
-// pg_try_advisory_lock on a dedicated connection.
+// SQLite implements it here; pg-engine.ts implements it on PostgreSQL with postgres.js (`write` as BEGIN ... COMMIT on
+// one pooled connection, `notify`/`listen` as NOTIFY/LISTEN, `leadership` as advisory locks on a reserved connection).
 import { openDatabase, type Db } from './database.ts';
 import { WriteGate } from './write-gate.ts';
 
@@ -29,13 +28,17 @@ export interface Engine<Tx = unknown> {
    * Runs `work` as one write transaction and resolves to what it returns, or rejects with what it threw (nothing
    * of it committed). Called while a transaction of this engine is open, `work` joins it.
    */
-  write<T>(work: (tx: Tx) => T): Promise<T>;
+  write<T>(work: (tx: Tx) => T): Promise<Awaited<T>>;
   /** Runs `work` over one consistent snapshot of the database. */
-  read<T>(work: (tx: Tx) => T): Promise<T>;
+  read<T>(work: (tx: Tx) => T): Promise<Awaited<T>>;
   /** Tells every listener of `channel` (on PostgreSQL, in every instance) once the current transaction commits. */
   notify(channel: string, payload: string): void;
-  /** Calls `onMessage` for each notification on `channel`; returns the function that stops listening. */
-  listen(channel: string, onMessage: (payload: string) => void): () => void;
+  /**
+   * Calls `onMessage` for each notification on `channel`; returns the function that stops listening. `onListening`
+   * is called once notifications are heard (on PostgreSQL, when the server has acknowledged LISTEN, and again after
+   * each reconnection: notifications sent while disconnected are lost, so a listener catches up then).
+   */
+  listen(channel: string, onMessage: (payload: string) => void, onListening?: () => void): () => void;
   readonly leadership: Leadership;
   /** Resolves when the database answers a trivial query; rejects when it does not. */
   ping(): Promise<void>;
@@ -78,7 +81,7 @@ export class SqliteEngine implements Engine<Db> {
     this.selectOne = db.prepare('SELECT 1');
   }
 
-  async write<T>(work: (tx: Db) => T): Promise<T> {
+  async write<T>(work: (tx: Db) => T): Promise<Awaited<T>> {
     if (this.db.inTransaction) return refuseAwait(work(this.db));
     const done = await this.gate.turn();
     try {
@@ -88,7 +91,7 @@ export class SqliteEngine implements Engine<Db> {
     }
   }
 
-  async read<T>(work: (tx: Db) => T): Promise<T> {
+  async read<T>(work: (tx: Db) => T): Promise<Awaited<T>> {
     if (this.db.inTransaction) return refuseAwait(work(this.db));
     return this.db.transaction(() => refuseAwait(work(this.db))).deferred();
   }
@@ -102,10 +105,11 @@ export class SqliteEngine implements Engine<Db> {
     });
   }
 
-  listen(channel: string, onMessage: (payload: string) => void): () => void {
+  listen(channel: string, onMessage: (payload: string) => void, onListening?: () => void): () => void {
     let listeners = this.listeners.get(channel);
     if (!listeners) this.listeners.set(channel, (listeners = new Set()));
     listeners.add(onMessage);
+    if (onListening) queueMicrotask(onListening);
     return () => listeners.delete(onMessage);
   }
 
@@ -124,9 +128,9 @@ export function openSqliteEngine(path: string, options?: { cacheMiB?: number }):
 }
 
 /** SQLite's transactions are synchronous: work that returns a promise would commit before the promise settles. */
-function refuseAwait<T>(result: T): T {
+function refuseAwait<T>(result: T): Awaited<T> {
   if (typeof (result as { then?: unknown } | null)?.then === 'function') {
     throw new Error('Work inside a SQLite transaction must be synchronous; it returned a promise.');
   }
-  return result;
+  return result as Awaited<T>;
 }

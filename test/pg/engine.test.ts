@@ -1,0 +1,145 @@
+// The engine seam on PostgreSQL (src/db/pg-engine.ts), against the real server `npm run test:pg` starts
+// (TEST_DATABASE_URL). Two engines on one database stand for two instances of the service.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { PostgresEngine, type PgSql } from '../../src/db/pg-engine.ts';
+
+const URL = process.env.TEST_DATABASE_URL;
+if (!URL) throw new Error('TEST_DATABASE_URL is not set: run these tests with `npm run test:pg`.');
+
+const engines: PostgresEngine[] = [];
+/** Returns a new engine on the test database (an instance of the service), closed after the tests. */
+function instance(): PostgresEngine {
+  const engine = new PostgresEngine(URL!, { max: 4 });
+  engines.push(engine);
+  return engine;
+}
+
+let engine: PostgresEngine;
+before(() => {
+  engine = instance();
+});
+after(async () => {
+  await Promise.all(engines.map((e) => e.close()));
+});
+
+/** Creates a table of notes of its own for one test. */
+async function notesTable(): Promise<string> {
+  const table = `notes_${randomUUID().replaceAll('-', '')}`;
+  await engine.sql.unsafe(`CREATE TABLE ${table} (id serial PRIMARY KEY, text text NOT NULL)`);
+  return table;
+}
+
+const insert = (tx: PgSql, table: string, text: string) => tx.unsafe(`INSERT INTO ${table} (text) VALUES ($1)`, [text]);
+const texts = async (table: string) => (await engine.sql.unsafe(`SELECT text FROM ${table} ORDER BY id`)).map((r) => r.text as string);
+
+test('a write commits all of its work or none of it', async () => {
+  const table = await notesTable();
+  await engine.write(async (tx) => {
+    await insert(tx, table, 'one');
+  });
+  await assert.rejects(
+    engine.write(async (tx) => {
+      await insert(tx, table, 'two');
+      throw new Error('halfway');
+    }),
+    /halfway/,
+  );
+  assert.deepEqual(await texts(table), ['one']);
+});
+
+test('a write started inside another joins its transaction', async () => {
+  const table = await notesTable();
+  await assert.rejects(
+    engine.write(async (tx) => {
+      await insert(tx, table, 'outer');
+      await engine.write((inner) => insert(inner, table, 'inner'));
+      throw new Error('the outer one fails');
+    }),
+    /outer one fails/,
+  );
+  assert.deepEqual(await texts(table), [], 'the joined write rolled back with the transaction it joined');
+  await engine.write(async (tx) => {
+    await insert(tx, table, 'outer');
+    await engine.write((inner) => insert(inner, table, 'inner'));
+  });
+  assert.deepEqual(await texts(table), ['outer', 'inner']);
+});
+
+test('a read sees one snapshot while another instance writes', async () => {
+  const table = await notesTable();
+  const other = instance();
+  await other.write((tx) => insert(tx, table, 'before'));
+  const counts = await engine.read(async (tx) => {
+    const first = (await tx.unsafe(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n as number;
+    await other.write((w) => insert(w, table, 'meanwhile'));
+    const second = (await tx.unsafe(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n as number;
+    return [first, second];
+  });
+  assert.deepEqual(counts, [1, 1]);
+  assert.deepEqual(await texts(table), ['before', 'meanwhile']);
+});
+
+test('a notification reaches every instance once its transaction commits, and never from one rolled back', async () => {
+  const channel = `test_${randomUUID().replaceAll('-', '')}`;
+  const other = instance();
+  const heard: string[] = [];
+  let hear: () => void = () => {};
+  let stop!: () => void;
+  // Notifications sent before the server has acknowledged LISTEN are not heard: wait for it.
+  await new Promise<void>((listening) => {
+    stop = other.listen(
+      channel,
+      (payload) => {
+        heard.push(payload);
+        hear();
+      },
+      listening,
+    );
+  });
+  await assert.rejects(
+    engine.write(async () => {
+      engine.notify(channel, 'rolled back');
+      throw new Error('no');
+    }),
+  );
+  const arrived = new Promise<void>((resolve) => (hear = resolve));
+  await engine.write(async (tx) => {
+    engine.notify(channel, 'committed');
+    await tx`SELECT 1`;
+  });
+  await arrived;
+  assert.deepEqual(heard, ['committed']);
+  stop();
+});
+
+test('one instance leads a loop at a time, and another takes over once it resigns or its connection dies', async () => {
+  const name = `loop-${randomUUID()}`;
+  const first = instance();
+  const second = instance();
+  assert.equal(await first.leadership.tryLead(name), true);
+  assert.equal(await first.leadership.tryLead(name), true, 'the leader asking again still leads');
+  assert.equal(await second.leadership.tryLead(name), false);
+  assert.equal(await second.leadership.tryLead(`${name}-other`), true, 'each loop has its own leader');
+  await first.leadership.resign(name);
+  assert.equal(await second.leadership.tryLead(name), true);
+
+  const third = instance();
+  const fourth = instance();
+  const loop = `${name}-dies`;
+  assert.equal(await third.leadership.tryLead(loop), true);
+  // The leader's session ends (its process killed, its connection cut): the lock goes with it.
+  await engine.sql`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = hashtext(${loop})::oid AND objsubid = 2`;
+  let led = false;
+  for (let attempt = 0; attempt < 50 && !led; attempt++) led = await fourth.leadership.tryLead(loop);
+  assert.equal(led, true);
+  assert.equal(await third.leadership.tryLead(loop), false, 'the old leader, reconnected, knows it no longer leads');
+});
+
+test('ping answers while the database does, and not once the engine is closed', async () => {
+  const closing = instance();
+  await closing.ping();
+  await closing.close();
+  await assert.rejects(closing.ping());
+});
