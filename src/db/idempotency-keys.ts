@@ -1,7 +1,8 @@
 // SQL for Idempotency-Key records: claimed by a running request, completed with its reply, swept after expiry.
 import type { SqliteEngine } from './engine.ts';
 
-interface KeyRow {
+/** What a claim reads of a stored key. */
+export interface KeyRow {
   operation: string;
   request_hash: string;
   owner: string | null;

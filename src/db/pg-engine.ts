@@ -16,6 +16,12 @@ export interface PostgresEngineOptions {
   onError?: (error: unknown) => void;
 }
 
+/**
+ * BIGINT (int8, also what count(*) answers) read as a JavaScript number: the schema's BIGINTs are epoch
+ * milliseconds, ids and counts, all far below 2^53, and the row mappers the SQLite repositories share expect numbers.
+ */
+const BIGINT_AS_NUMBER = { to: 20, from: [20], serialize: (value: number | bigint) => String(value), parse: (text: string) => Number(text) };
+
 interface OpenTransaction {
   tx: postgres.TransactionSql;
   notifications: [channel: string, payload: string][];
@@ -34,7 +40,7 @@ export class PostgresEngine implements Engine<PgSql> {
 
   constructor(url: string, { max = 10, onError = () => {} }: PostgresEngineOptions = {}) {
     // Notices (such as "relation already exists, skipping") are not problems of the service.
-    this.sql = postgres(url, { max, onnotice: () => {}, idle_timeout: 60, connection: { application_name: 'campaigns' } });
+    this.sql = postgres(url, { max, onnotice: () => {}, idle_timeout: 60, connection: { application_name: 'campaigns' }, types: { bigint: BIGINT_AS_NUMBER } });
     this.onError = onError;
     this.leaders = new AdvisoryLeadership(url);
   }

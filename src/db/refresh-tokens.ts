@@ -2,9 +2,11 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { SqliteEngine } from './engine.ts';
 
-const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/; // 32 random bytes in base64url
+/** What a refresh token looks like: 32 random bytes in base64url. */
+export const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
-function hashToken(token: string): string {
+/** Returns what is stored of a token: its SHA-256. */
+export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 

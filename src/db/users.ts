@@ -31,7 +31,8 @@ export interface UserChanges {
   passwordHash?: string;
 }
 
-interface UserRow {
+/** A row of `users` as both engines return it (instants as epoch milliseconds). */
+export interface UserRow {
   id: string;
   email: string;
   full_name: string;
@@ -41,7 +42,8 @@ interface UserRow {
   created_at: number;
 }
 
-function toUser(row: UserRow): User {
+/** Returns the public shape of a stored user. */
+export function toUser(row: UserRow): User {
   return {
     id: row.id,
     fullName: row.full_name,
@@ -51,6 +53,9 @@ function toUser(row: UserRow): User {
     createdAt: new Date(row.created_at).toISOString(),
   };
 }
+
+/** Every user, oldest first: the same text on both engines. */
+export const LIST_USERS_SQL = 'SELECT * FROM users ORDER BY created_at, id';
 
 /** The users as the service stores them; every function resolves once its statements have run. */
 export interface UserRepository {
@@ -76,7 +81,7 @@ export function createUserRepository(engine: SqliteEngine): UserRepository {
   const { db } = engine;
   const byId = db.prepare<[string], UserRow>('SELECT * FROM users WHERE id = ?');
   const byEmail = db.prepare<[string], UserRow>('SELECT * FROM users WHERE email = ?');
-  const all = db.prepare<[], UserRow>('SELECT * FROM users ORDER BY created_at, id');
+  const all = db.prepare<[], UserRow>(LIST_USERS_SQL);
   const countAll = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM users');
   const insert = db.prepare(
     `INSERT INTO users (id, email, full_name, role, is_active, password_hash, created_at, updated_at)
