@@ -1,0 +1,387 @@
+-- The tables on PostgreSQL 15: the same tables, columns, keys, checks and indexes as ../../../schema.sql (SQLite's,
+-- the authority: a change there is made here too), plus the few tables only PostgreSQL needs (at the end). Applied
+-- by migrate.ts on every start, under an advisory lock: every statement is idempotent. Its version is the row of
+-- schema_version, a series of its own (1, 2, ...), unrelated to SQLite's PRAGMA user_version.
+--
+-- Types are chosen so that a row reads the same on both engines and the row mappers are shared:
+-- - ids stay TEXT (uuids) where SQLite has TEXT; SQLite's INTEGER PRIMARY KEY AUTOINCREMENT becomes a bigint identity
+--   (sequences never hand out a number twice, as AUTOINCREMENT does not). GENERATED ALWAYS: only a statement that
+--   says OVERRIDING SYSTEM VALUE (moving a SQLite database, which then moves the sequence on with setval) sets one.
+-- - instants stay BIGINT milliseconds since the Unix epoch, UTC; so do money in cents and the counts that can grow.
+--   postgres.js returns int8 as a string unless told otherwise: the engine parses it to a number (all of these fit
+--   in 2^53).
+-- - booleans stay INTEGER 0/1 with the same CHECK as in SQLite, not boolean, so mappers keep comparing with 1.
+-- - JSON stays TEXT, checked by casting it to json (which only parses: no second, reordered copy as jsonb would
+--   keep). SQL never looks inside these columns, the webhook bodies are signed byte for byte, and the mappers parse
+--   the same text on both engines. A value that does not parse fails with 22P02 rather than a check violation.
+-- - Text that statements sort by (ids as tie-breaks, names, country keys) is COLLATE "C": SQLite orders text by its
+--   bytes, and so does "C", whatever locale the database was created with. (Compared with a column of the default
+--   collation, the "C" side decides: no conflict.)
+
+CREATE TABLE IF NOT EXISTS users (
+  id            TEXT COLLATE "C" PRIMARY KEY,
+  email         TEXT NOT NULL UNIQUE,            -- lower-cased; sign-in finds users by it
+  full_name     TEXT NOT NULL,
+  role          TEXT NOT NULL CHECK (role IN ('marketing_lead', 'lifecycle_marketer', 'admin')),
+  is_active     INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
+  password_hash TEXT NOT NULL,                   -- scrypt$N$r$p$salt$key
+  created_at    BIGINT NOT NULL,
+  updated_at    BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS refresh_tokens (
+  token_hash     TEXT PRIMARY KEY,               -- SHA-256 of the token; the token itself is never stored
+  family_id      TEXT NOT NULL,                  -- every token descending from one sign-in
+  user_id        TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  created_at     BIGINT NOT NULL,
+  expires_at     BIGINT NOT NULL,
+  revoked_at     BIGINT,
+  revoked_reason TEXT CHECK (revoked_reason IN ('exchanged', 'signed_out', 'reused', 'deactivated'))
+);
+
+-- Revoking a whole family when a token is presented twice.
+CREATE INDEX IF NOT EXISTS refresh_tokens_by_family ON refresh_tokens (family_id);
+-- Revoking a user's tokens on deactivation, and pruning their expired ones at sign-in.
+CREATE INDEX IF NOT EXISTS refresh_tokens_by_user ON refresh_tokens (user_id, expires_at);
+
+-- Customers and their live aggregates.
+
+CREATE TABLE IF NOT EXISTS customers (
+  id                 BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, -- a deleted customer's id is never handed out again
+  name               TEXT COLLATE "C" NOT NULL,
+  email              TEXT NOT NULL,                     -- lower-cased; unique through customers_by_email
+  country            TEXT NOT NULL,                     -- as entered, trimmed
+  country_key        TEXT COLLATE "C" NOT NULL,         -- lower-cased country: what filters and segments compare
+  total_transactions BIGINT NOT NULL CHECK (total_transactions >= 0),
+  amount_cents       BIGINT NOT NULL CHECK (amount_cents >= 0), -- totalAmountSpent in cents, so sums stay exact
+  last_activity_at   BIGINT NOT NULL,
+  status             TEXT NOT NULL CHECK (status IN ('active', 'inactive', 'churned')),
+  created_at         BIGINT NOT NULL,
+  updated_at         BIGINT NOT NULL
+);
+
+-- The sort indexes end with id: in SQLite every entry ends with the rowid, the id tie-break of customers.list, and
+-- PostgreSQL needs it said to read the index in the order `ORDER BY x, id` asks.
+
+-- One customer per email: customers.create and customers.import detect duplicates through it (ON CONFLICT).
+CREATE UNIQUE INDEX IF NOT EXISTS customers_by_email ON customers (email);
+-- customers.list default sort (lastActivityDate) and its status filter; customers.health.
+CREATE INDEX IF NOT EXISTS customers_by_activity ON customers (last_activity_at, id);
+-- customers.list filtered by country in the default order.
+CREATE INDEX IF NOT EXISTS customers_by_country ON customers (country_key, last_activity_at, id);
+-- customers.list sort=totalAmountSpent, and customers.top (highest spend first).
+CREATE INDEX IF NOT EXISTS customers_by_amount ON customers (amount_cents, id);
+-- customers.list sort=totalTransactions.
+CREATE INDEX IF NOT EXISTS customers_by_transactions ON customers (total_transactions, id);
+-- customers.list sort=name, alphabetical without regard to case: SQLite's COLLATE NOCASE, as lower(name) (in the
+-- column's "C" collation, so byte order after folding; queries sort by `lower(name), id` to use it). NOCASE folds
+-- only ASCII letters, lower() every letter: names differing in the case of a non-ASCII letter may order differently.
+CREATE INDEX IF NOT EXISTS customers_by_name ON customers (lower(name), id);
+
+-- customers.list search: SQLite's FTS5 trigram table customer_search, as a pg_trgm GIN index on the same text, name
+-- and email on two lines. `name || E'\n' || email ILIKE '%' || $1 || '%'` (with %, _ and \ of the search escaped)
+-- uses it for searches of three characters or more; pg_trgm folds case itself, so no lower() is needed. It is
+-- kept by PostgreSQL: no statement writes a search table.
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+CREATE INDEX IF NOT EXISTS customers_search ON customers USING gin ((name || E'\n' || email) gin_trgm_ops);
+
+-- Aggregates kept up to date in the same transaction as every customer write, so reads never scan customers.
+-- customers.kpis, customers.health, customers.top totalValue, customers.list total without filters or by status.
+CREATE TABLE IF NOT EXISTS customer_totals (
+  status       TEXT PRIMARY KEY,
+  customers    BIGINT NOT NULL,
+  amount_cents BIGINT NOT NULL
+);
+
+-- customers.activityTrend (days summed per month) and customers.health stale actives (whole days before the cut-off).
+CREATE TABLE IF NOT EXISTS customer_days (
+  status       TEXT NOT NULL,
+  day          INTEGER NOT NULL,                 -- UTC days since 1970-01-01 of last activity
+  customers    BIGINT NOT NULL,
+  amount_cents BIGINT NOT NULL,
+  PRIMARY KEY (status, day)
+);
+
+-- customers.list total when filtered by country.
+CREATE TABLE IF NOT EXISTS customer_countries (
+  country_key  TEXT COLLATE "C" NOT NULL,
+  status       TEXT NOT NULL,
+  customers    BIGINT NOT NULL,
+  PRIMARY KEY (country_key, status)
+);
+
+-- Counters of the service, as in SQLite: customers_generation (one more in every transaction that writes customers;
+-- on PostgreSQL its row lock also puts those transactions' commits in generation order), and the first id of a bulk
+-- load that has not finished.
+CREATE TABLE IF NOT EXISTS meta (
+  key   TEXT PRIMARY KEY,
+  value BIGINT NOT NULL
+);
+
+-- Saved audiences. Conditions are kept as one JSON array (each with its id, in order).
+CREATE TABLE IF NOT EXISTS segments (
+  id          TEXT COLLATE "C" PRIMARY KEY,
+  name        TEXT NOT NULL,
+  conditions  TEXT NOT NULL CHECK (json_typeof(conditions::json) = 'array'),
+  match_count BIGINT NOT NULL CHECK (match_count >= 0),
+  created_by  TEXT REFERENCES users (id) ON DELETE SET NULL,
+  created_at  BIGINT NOT NULL,
+  updated_at  BIGINT NOT NULL
+);
+
+-- GET /v1/segments: newest first.
+CREATE INDEX IF NOT EXISTS segments_by_created ON segments (created_at, id);
+
+-- Campaigns, their review trail, idempotent requests and assistant chat.
+
+-- Drafted campaigns. segment_id is no reference: deleting a segment keeps its campaigns. seq orders them newest first.
+CREATE TABLE IF NOT EXISTS campaigns (
+  seq            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id             TEXT NOT NULL UNIQUE,
+  segment_id     TEXT NOT NULL,
+  segment_name   TEXT NOT NULL,
+  objective      TEXT NOT NULL,
+  channel        TEXT NOT NULL CHECK (channel IN ('sms', 'email', 'push')),
+  tone           TEXT NOT NULL CHECK (tone IN ('professional', 'friendly', 'urgent', 'promotional')),
+  title          TEXT NOT NULL CHECK (length(title) > 0),
+  message        TEXT NOT NULL CHECK (length(message) > 0),
+  call_to_action TEXT NOT NULL CHECK (length(call_to_action) > 0),
+  status         TEXT NOT NULL CHECK (status IN ('draft', 'in_review', 'approved', 'sent')),
+  model          TEXT NOT NULL,
+  created_by     TEXT NOT NULL,                  -- a user id; kept when the user is gone
+  created_at     BIGINT NOT NULL,
+  updated_at     BIGINT NOT NULL,
+  -- The audience frozen at approval, kept while approved or sent; NULL before, and reopening clears it.
+  audience_conditions  TEXT CHECK (audience_conditions IS NULL OR audience_conditions::json IS NOT NULL),
+  audience_description TEXT,
+  audience_size        BIGINT CHECK (audience_size IS NULL OR audience_size >= 0),
+  approved_at          BIGINT
+);
+
+-- campaigns.list filtered by status, by channel, or by segment, newest first.
+CREATE INDEX IF NOT EXISTS campaigns_by_status ON campaigns (status, seq);
+CREATE INDEX IF NOT EXISTS campaigns_by_channel ON campaigns (channel, seq);
+CREATE INDEX IF NOT EXISTS campaigns_by_segment ON campaigns (segment_id, seq);
+
+-- Every status change of a campaign (and its creation, from NULL to draft): who, when, from, to, why.
+CREATE TABLE IF NOT EXISTS campaign_events (
+  id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  campaign_id TEXT NOT NULL REFERENCES campaigns (id) ON DELETE CASCADE,
+  from_status TEXT,
+  to_status   TEXT NOT NULL,
+  note        TEXT,
+  actor_id    TEXT NOT NULL,
+  at          BIGINT NOT NULL
+);
+
+-- campaigns.events, oldest first; and the cascade when a draft is deleted.
+CREATE INDEX IF NOT EXISTS campaign_events_by_campaign ON campaign_events (campaign_id, id);
+
+-- Every copy a campaign has had, numbered from 1. campaigns.versions lists them oldest first by the primary key.
+CREATE TABLE IF NOT EXISTS campaign_versions (
+  campaign_id    TEXT NOT NULL REFERENCES campaigns (id) ON DELETE CASCADE,
+  version        INTEGER NOT NULL CHECK (version >= 1),
+  title          TEXT NOT NULL CHECK (length(title) > 0),
+  message        TEXT NOT NULL CHECK (length(message) > 0),
+  call_to_action TEXT NOT NULL CHECK (length(call_to_action) > 0),
+  source         TEXT NOT NULL CHECK (source IN ('generated', 'revised', 'edited', 'variant', 'restored')),
+  instruction    TEXT,                           -- what the marketer asked for (revised, variant)
+  model          TEXT,                           -- which generator wrote it (generated, revised, variant)
+  created_by     TEXT NOT NULL,                  -- a user id; kept when the user is gone
+  created_at     BIGINT NOT NULL,
+  PRIMARY KEY (campaign_id, version)
+);
+
+-- Requests made with an Idempotency-Key: a running marker, then the stored successful reply. Kept 24 hours.
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+  user_id      TEXT NOT NULL,
+  key          TEXT NOT NULL,
+  operation    TEXT NOT NULL,
+  request_hash TEXT NOT NULL,                    -- SHA-256 of the canonical JSON of the body
+  owner        TEXT,                             -- the process running it; NULL once the reply is stored
+  status       INTEGER,
+  body         TEXT,
+  created_at   BIGINT NOT NULL,
+  expires_at   BIGINT NOT NULL,
+  PRIMARY KEY (user_id, key)
+);
+
+-- Sweeping expired keys.
+CREATE INDEX IF NOT EXISTS idempotency_keys_by_expiry ON idempotency_keys (expires_at);
+
+-- Assistant chat threads, each owned by one user.
+CREATE TABLE IF NOT EXISTS chat_threads (
+  id            TEXT COLLATE "C" PRIMARY KEY,
+  user_id       TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  title         TEXT NOT NULL,
+  title_is_auto INTEGER NOT NULL CHECK (title_is_auto IN (0, 1)), -- still the default title: the first message renames it
+  message_count INTEGER NOT NULL DEFAULT 0,
+  created_at    BIGINT NOT NULL,
+  updated_at    BIGINT NOT NULL
+);
+
+-- chat.threads.list: one user's threads, most recently updated first.
+CREATE INDEX IF NOT EXISTS chat_threads_by_user ON chat_threads (user_id, updated_at, id);
+
+CREATE TABLE IF NOT EXISTS chat_messages (
+  seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id         TEXT NOT NULL UNIQUE,
+  thread_id  TEXT NOT NULL REFERENCES chat_threads (id) ON DELETE CASCADE,
+  role       TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+  content    TEXT NOT NULL,
+  model      TEXT,                               -- assistant messages only
+  created_at BIGINT NOT NULL,
+  truncated  INTEGER NOT NULL DEFAULT 0 CHECK (truncated IN (0, 1)) -- 1: the reply was cut at the token budget
+);
+
+-- chat.messages.list oldest first, the last turns for a prompt, and the cascade on thread delete.
+CREATE INDEX IF NOT EXISTS chat_messages_by_thread ON chat_messages (thread_id, seq);
+
+-- What the assistant proposed in a reply: run only by the thread's owner confirming it, which stores what the
+-- operation answered so a second confirm answers the same.
+CREATE TABLE IF NOT EXISTS chat_actions (
+  seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id         TEXT NOT NULL UNIQUE,
+  message_id TEXT NOT NULL REFERENCES chat_messages (id) ON DELETE CASCADE,
+  thread_id  TEXT NOT NULL REFERENCES chat_threads (id) ON DELETE CASCADE,
+  kind       TEXT NOT NULL CHECK (kind IN ('save_segment', 'draft_campaign')),
+  input      TEXT NOT NULL CHECK (input::json IS NOT NULL),       -- the operation's body, as validated when proposed
+  summary    TEXT NOT NULL,
+  status     TEXT NOT NULL CHECK (status IN ('proposed', 'confirmed', 'rejected')),
+  result     TEXT CHECK (result IS NULL OR result::json IS NOT NULL), -- confirmed: what the operation answered
+  result_id  TEXT,                                                -- confirmed: the id of the segment or campaign made
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+
+-- A message's proposals in order, and the cascade when its message goes.
+CREATE INDEX IF NOT EXISTS chat_actions_by_message ON chat_actions (message_id, seq);
+CREATE INDEX IF NOT EXISTS chat_actions_by_thread ON chat_actions (thread_id);
+
+-- CSV import jobs (customers.imports.*), run one at a time in arrival order. The counts move in the same transaction
+-- as the rows they count, so after a crash they say exactly what was committed.
+CREATE TABLE IF NOT EXISTS import_jobs (
+  seq             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, -- arrival order
+  id              TEXT NOT NULL UNIQUE,
+  status          TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'interrupted')),
+  file_name       TEXT,
+  columns         TEXT NOT NULL,                     -- JSON: the file's column index of each field, from its header row
+  ignored_columns TEXT NOT NULL,                     -- JSON array of the header names no field took
+  bytes_read      BIGINT NOT NULL DEFAULT 0,
+  rows_read       BIGINT NOT NULL DEFAULT 0,
+  imported        BIGINT NOT NULL DEFAULT 0,
+  updated         BIGINT NOT NULL DEFAULT 0,         -- rows that replaced a stored customer's fields (on_existing 'update')
+  skipped         BIGINT NOT NULL DEFAULT 0,
+  on_existing     TEXT NOT NULL DEFAULT 'skip' CHECK (on_existing IN ('skip', 'update')),
+  created_by      TEXT NOT NULL,                     -- the user id; kept when the user is deleted
+  started_at      BIGINT NOT NULL,
+  finished_at     BIGINT
+);
+
+-- customers.imports.list newest first; the restart finds the jobs still running. (seq: SQLite's implicit rowid.)
+CREATE INDEX IF NOT EXISTS import_jobs_by_status ON import_jobs (status, seq);
+
+-- Every skipped row of a job, for failures.csv in line order.
+CREATE TABLE IF NOT EXISTS import_failures (
+  job_seq BIGINT NOT NULL REFERENCES import_jobs (seq) ON DELETE CASCADE,
+  line    BIGINT NOT NULL,                           -- the row's line in the file; the header is line 1
+  email   TEXT,
+  reason  TEXT NOT NULL,
+  PRIMARY KEY (job_seq, line)
+);
+
+-- Webhook endpoints (webhooks.*), managed by admins. The signing secrets are kept as given out: signing needs them.
+CREATE TABLE IF NOT EXISTS webhooks (
+  seq                         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, -- creation order
+  id                          TEXT NOT NULL UNIQUE,
+  url                         TEXT NOT NULL,
+  events                      TEXT NOT NULL CHECK (events::json IS NOT NULL), -- JSON array of the event types it receives
+  description                 TEXT,
+  enabled                     INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+  disabled_reason             TEXT,                              -- set when the service disabled it (a 410 answer)
+  secret                      TEXT NOT NULL,                     -- whsec_ + base64 of 32 random bytes
+  previous_secret             TEXT,                              -- the secret before the last rotation, still signing
+  previous_secret_expires_at  BIGINT,                            -- until then (24 hours after the rotation)
+  created_at                  BIGINT NOT NULL,
+  updated_at                  BIGINT NOT NULL
+);
+
+-- The webhook outbox: each event written in the transaction of the change that caused it, with the exact body sent.
+-- An event is stored only when some endpoint receives it, and removed with the last endpoint that did.
+CREATE TABLE IF NOT EXISTS webhook_events (
+  seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id         TEXT NOT NULL UNIQUE,                               -- the webhook-id header, the same on every retry
+  type       TEXT NOT NULL,
+  body       TEXT NOT NULL,                                      -- JSON { type, timestamp, data }, signed as is
+  created_at BIGINT NOT NULL
+);
+
+-- One delivery per event and endpoint: its attempts so far and the outcome of the last one.
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+  seq             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, -- creation order
+  id              TEXT NOT NULL UNIQUE,
+  webhook_seq     BIGINT NOT NULL REFERENCES webhooks (seq) ON DELETE CASCADE,
+  event_seq       BIGINT NOT NULL REFERENCES webhook_events (seq),
+  status          TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+  attempt         INTEGER NOT NULL DEFAULT 0 CHECK (attempt >= 0), -- attempts made
+  response_status INTEGER,                                         -- of the last attempt, when the endpoint answered
+  error           TEXT,                                            -- why the last attempt failed
+  created_at      BIGINT NOT NULL,
+  next_attempt_at BIGINT,                                          -- pending only: when the next attempt is due
+  CHECK ((status = 'pending') = (next_attempt_at IS NOT NULL))
+);
+
+-- webhooks.deliveries: one endpoint's deliveries newest first, and their count; the cascade when an endpoint is deleted.
+CREATE INDEX IF NOT EXISTS webhook_deliveries_by_webhook ON webhook_deliveries (webhook_seq, seq);
+
+-- The dispatcher: an endpoint's pending deliveries, the earliest due first; failing them all when it is disabled.
+CREATE INDEX IF NOT EXISTS webhook_deliveries_pending ON webhook_deliveries (webhook_seq, next_attempt_at) WHERE status = 'pending';
+
+-- The dispatcher's next wake-up: the earliest pending delivery due later.
+CREATE INDEX IF NOT EXISTS webhook_deliveries_next ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+
+-- Removing the events no delivery refers to any more (after an endpoint is deleted); the foreign key's check.
+CREATE INDEX IF NOT EXISTS webhook_deliveries_by_event ON webhook_deliveries (event_seq);
+
+-- Only on PostgreSQL.
+
+-- The version of this schema the database holds: one row, written by migrate.ts under its advisory lock.
+CREATE TABLE IF NOT EXISTS schema_version (
+  one         INTEGER PRIMARY KEY DEFAULT 1 CHECK (one = 1),
+  version     INTEGER NOT NULL CHECK (version >= 1),
+  upgraded_at BIGINT NOT NULL
+);
+
+-- The customer change log: what every customer write did, written in that write's transaction, so each instance's
+-- in-memory audience index follows every instance's writes (told by NOTIFY), and an instance that restarts or lags
+-- catches up from it (`WHERE generation > $1 ORDER BY generation, seq`) instead of reloading every customer.
+-- generation is meta.customers_generation as that write set it: one per transaction, committed in generation order.
+-- An 'upsert' carries the customer's facts the index holds; a 'delete' only its id; a 'reload' (a seed, a move, a
+-- recovered bulk load: too many rows to log one by one) tells readers to reload everything. Old entries may be
+-- pruned by generation: a reader behind the oldest one left reloads.
+CREATE TABLE IF NOT EXISTS customer_changes (
+  generation       BIGINT NOT NULL,
+  seq              BIGINT GENERATED ALWAYS AS IDENTITY,  -- the order of the changes within one generation
+  op               TEXT NOT NULL CHECK (op IN ('upsert', 'delete', 'reload')),
+  customer_id      BIGINT,
+  country_key      TEXT COLLATE "C",
+  status           TEXT CHECK (status IN ('active', 'inactive', 'churned')),
+  total_transactions BIGINT,
+  amount_cents     BIGINT,
+  last_activity_at BIGINT,
+  -- The key serves catching up and pruning; no second index slows the logging of a million-row import.
+  PRIMARY KEY (generation, seq),
+  CHECK ((op = 'reload') = (customer_id IS NULL)),
+  CHECK ((op = 'upsert') = (country_key IS NOT NULL AND status IS NOT NULL AND total_transactions IS NOT NULL
+                            AND amount_cents IS NOT NULL AND last_activity_at IS NOT NULL)),
+  CHECK (op = 'upsert' OR (country_key IS NULL AND status IS NULL AND total_transactions IS NULL
+                           AND amount_cents IS NULL AND last_activity_at IS NULL))
+);
+
+-- Secrets the service makes for itself once and every instance shares: 'token_secret' (hex of 32 random bytes, as
+-- SQLite's DATABASE_PATH.secret file holds it) when TOKEN_SECRET is not set.
+CREATE TABLE IF NOT EXISTS service_secrets (
+  name       TEXT PRIMARY KEY,
+  value      TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
