@@ -21,7 +21,8 @@ export interface NewVersion extends CampaignCopy {
   createdBy: string;
 }
 
-interface VersionRow {
+/** A row of campaign_versions, as both engines return it. */
+export interface VersionRow {
   version: number;
   title: string;
   message: string;
@@ -33,7 +34,8 @@ interface VersionRow {
   created_at: number;
 }
 
-function toVersion(row: VersionRow): CampaignVersion {
+/** The version a row holds; `instruction` and `model` only when set. */
+export function toVersion(row: VersionRow): CampaignVersion {
   return {
     version: row.version,
     title: row.title,

@@ -70,7 +70,8 @@ export interface CampaignFilter {
   segmentId?: string;
 }
 
-interface CampaignRow {
+/** A row of the campaigns table, as both engines return it. */
+export interface CampaignRow {
   id: string;
   segment_id: string;
   segment_name: string;
@@ -91,7 +92,8 @@ interface CampaignRow {
   approved_at: number | null;
 }
 
-function toAudience(row: CampaignRow): FrozenAudience | undefined {
+/** The audience frozen in a row, or undefined before approval. */
+export function toAudience(row: CampaignRow): FrozenAudience | undefined {
   if (row.audience_conditions === null || row.approved_at === null) return undefined;
   return {
     conditions: JSON.parse(row.audience_conditions) as StoredCondition[],
@@ -101,11 +103,13 @@ function toAudience(row: CampaignRow): FrozenAudience | undefined {
   };
 }
 
-function copyOf(copy: CampaignCopy): CampaignCopy {
+/** Only the copy's three fields. */
+export function copyOf(copy: CampaignCopy): CampaignCopy {
   return { title: copy.title, message: copy.message, callToAction: copy.callToAction };
 }
 
-function toCampaign(row: CampaignRow): Campaign {
+/** The campaign a row holds, as the API shows it. */
+export function toCampaign(row: CampaignRow): Campaign {
   return {
     id: row.id,
     segmentId: row.segment_id,
@@ -133,7 +137,8 @@ export interface MoveRequest {
   audience?: { conditions: StoredCondition[]; description: string; size: number };
 }
 
-const FILTER_COLUMNS = { status: 'status', channel: 'channel', segmentId: 'segment_id' } as const;
+/** The column each list filter narrows on. */
+export const FILTER_COLUMNS = { status: 'status', channel: 'channel', segmentId: 'segment_id' } as const;
 
 /** A draft to store: everything of a campaign but what the repository sets. */
 export type NewCampaign = Omit<Campaign, 'id' | 'status' | 'createdAt' | 'updatedAt'>;
@@ -179,9 +184,21 @@ export interface CampaignRepository {
   listEvents(id: string): Promise<CampaignEvent[]>;
 }
 
-type EventRow = { from_status: CampaignStatus | null; to_status: CampaignStatus; note: string | null; actor_id: string; full_name: string | null; at: number };
+/** A line of the trail with its actor's name, as both engines return it. */
+export type EventRow = { from_status: CampaignStatus | null; to_status: CampaignStatus; note: string | null; actor_id: string; full_name: string | null; at: number };
 
-const toEvent = (e: EventRow): CampaignEvent => ({ from: e.from_status, to: e.to_status, note: e.note, userId: e.actor_id, userName: e.full_name, at: new Date(e.at).toISOString() });
+/** The trail's wording, shared by both engines: conflicts, and the notes of changes to a draft's copy. */
+export const wording = {
+  onlyDrafts: (what: string, status: CampaignStatus) => `Only drafts can be ${what}; this campaign is ${status}.`,
+  changedMeanwhile: 'The campaign changed meanwhile; read it again and retry.',
+  revised: (version: number, instruction: string) => `Revised as version ${version}: ${instruction}`,
+  variants: (numbers: number[], instruction: string | null) =>
+    `${numbers.length} variants offered as versions ${numbers.slice(0, -1).join(', ')} and ${numbers.at(-1)}${instruction ? `: ${instruction}` : ''}`,
+  restored: (number: number, version: number) => `Restored version ${number} as version ${version}`,
+};
+
+/** A line of the trail as the API shows it. */
+export const toEvent = (e: EventRow): CampaignEvent => ({ from: e.from_status, to: e.to_status, note: e.note, userId: e.actor_id, userName: e.full_name, at: new Date(e.at).toISOString() });
 
 /** Returns the campaign repository, its statements prepared once; `hooks.onMove` hears every move inside its transaction. */
 export function createCampaignRepository(engine: SqliteEngine, hooks: CampaignHooks = {}): CampaignRepository {
@@ -250,7 +267,7 @@ export function createCampaignRepository(engine: SqliteEngine, hooks: CampaignHo
 
   /** Throws `not_found`, or `conflict` saying that only drafts can be `what`. */
   const notDraft = (id: string, what: string): never => {
-    throw new AppError('conflict', `Only drafts can be ${what}; this campaign is ${get(id).status}.`);
+    throw new AppError('conflict', wording.onlyDrafts(what, get(id).status));
   };
 
   /** Makes `copy` the draft's current copy and records it as the next version; throws `not_found` or `conflict`. */
@@ -276,7 +293,7 @@ export function createCampaignRepository(engine: SqliteEngine, hooks: CampaignHo
       size: frozen?.size ?? null,
     };
     // Compare-and-set on the status read by the caller: a concurrent move makes this one a conflict, not a lost update.
-    if (move.run(params).changes === 0) throw new AppError('conflict', 'The campaign changed meanwhile; read it again and retry.');
+    if (move.run(params).changes === 0) throw new AppError('conflict', wording.changedMeanwhile);
     addEvent.run({ id, from, to, note, userId, now: params.now });
     const row = byId.get(id)!;
     hooks.onMove?.({ campaign: toCampaign(row), from, to, by: userId, note, audience: to === 'approved' ? toAudience(row) : undefined, at: now });
@@ -327,7 +344,7 @@ export function createCampaignRepository(engine: SqliteEngine, hooks: CampaignHo
     reviseDraft(id, copy, by, now) {
       return engine.write(() => {
         const { version } = replaceCopy(id, copy, { source: 'revised', instruction: by.instruction, model: by.model, createdBy: by.userId }, now);
-        noteOnDraft(id, `Revised as version ${version}: ${by.instruction}`, by.userId, now);
+        noteOnDraft(id, wording.revised(version, by.instruction), by.userId, now);
         changed();
         return get(id);
       });
@@ -337,8 +354,7 @@ export function createCampaignRepository(engine: SqliteEngine, hooks: CampaignHo
       return engine.write(() => {
         if (byId.get(id)?.status !== 'draft') notDraft(id, 'given variants');
         const added = copies.map((copy) => versions.append(id, { ...copy, source: 'variant', instruction: by.instruction, model: by.model, createdBy: by.userId }, now));
-        const numbers = added.map((v) => v.version);
-        noteOnDraft(id, `${added.length} variants offered as versions ${numbers.slice(0, -1).join(', ')} and ${numbers.at(-1)}${by.instruction ? `: ${by.instruction}` : ''}`, by.userId, now);
+        noteOnDraft(id, wording.variants(added.map((v) => v.version), by.instruction), by.userId, now);
         return added;
       });
     },
@@ -349,7 +365,7 @@ export function createCampaignRepository(engine: SqliteEngine, hooks: CampaignHo
         const chosen = versions.find(id, number);
         if (!chosen) throw new AppError('not_found', `The campaign has no version ${number}.`);
         const { version } = replaceCopy(id, copyOf(chosen), { source: 'restored', model: chosen.model ?? null, createdBy: userId }, now);
-        noteOnDraft(id, `Restored version ${number} as version ${version}`, userId, now);
+        noteOnDraft(id, wording.restored(number, version), userId, now);
         changed();
         return get(id);
       });

@@ -17,7 +17,8 @@ export interface Segment {
   updatedAt: string;
 }
 
-interface SegmentRow {
+/** A row of the segments table, as both engines return it. */
+export interface SegmentRow {
   id: string;
   name: string;
   conditions: string;
@@ -26,7 +27,8 @@ interface SegmentRow {
   updated_at: number;
 }
 
-function toSegment(row: SegmentRow): Segment {
+/** The segment a row holds. */
+export function toSegment(row: SegmentRow): Segment {
   return {
     id: row.id,
     name: row.name,
@@ -38,9 +40,12 @@ function toSegment(row: SegmentRow): Segment {
 }
 
 /** Returns the conditions with a fresh id each, keeping their order and only their known fields. */
-function withIds(conditions: readonly Condition[]): StoredCondition[] {
+export function withIds(conditions: readonly Condition[]): StoredCondition[] {
   return conditions.map((c) => ({ id: `cnd_${randomBytes(6).toString('base64url')}`, field: c.field, operator: c.operator, value: c.value }) as StoredCondition);
 }
+
+/** Every segment, newest first (GET /v1/segments); the same text on both engines. */
+export const LIST_SEGMENTS_SQL = 'SELECT * FROM segments ORDER BY created_at DESC, id DESC';
 
 /** What saving a segment stores besides its conditions' ids. */
 export interface NewSegment {
@@ -78,7 +83,7 @@ export interface SegmentRepository {
 /** Returns the segment queries on the engine, prepared once. */
 export function createSegmentRepository(engine: SqliteEngine): SegmentRepository {
   const { db } = engine;
-  const all = db.prepare<[], SegmentRow>('SELECT * FROM segments ORDER BY created_at DESC, id DESC');
+  const all = db.prepare<[], SegmentRow>(LIST_SEGMENTS_SQL);
   const byId = db.prepare<[string], SegmentRow>('SELECT * FROM segments WHERE id = ?');
   const insert = db.prepare(
     `INSERT INTO segments (id, name, conditions, match_count, created_by, created_at, updated_at)
