@@ -55,7 +55,8 @@ export type NewMessage =
   | { role: 'user'; content: string }
   | { role: 'assistant'; content: string; model: string; truncated?: boolean; actions?: readonly NewAction[] };
 
-interface ActionRow {
+/** A row of chat_actions, as both engines return it. */
+export interface ActionRow {
   id: string;
   message_id: string;
   kind: ActionKind;
@@ -66,7 +67,8 @@ interface ActionRow {
   result_id: string | null;
 }
 
-interface ThreadRow {
+/** A row of chat_threads, as both engines return it. */
+export interface ThreadRow {
   id: string;
   title: string;
   message_count: number;
@@ -74,7 +76,8 @@ interface ThreadRow {
   updated_at: number;
 }
 
-interface MessageRow {
+/** A row of chat_messages, as both engines return it. */
+export interface MessageRow {
   id: string;
   thread_id: string;
   role: MessageRole;
@@ -84,7 +87,8 @@ interface MessageRow {
   created_at: number;
 }
 
-function toThread(row: ThreadRow): ChatThread {
+/** The thread as the API shows it. */
+export function toThread(row: ThreadRow): ChatThread {
   return {
     id: row.id,
     title: row.title,
@@ -94,7 +98,8 @@ function toThread(row: ThreadRow): ChatThread {
   };
 }
 
-function toAction(row: ActionRow): ChatAction {
+/** The proposal as the API shows it. */
+export function toAction(row: ActionRow): ChatAction {
   return {
     id: row.id,
     kind: row.kind,
@@ -105,7 +110,8 @@ function toAction(row: ActionRow): ChatAction {
   };
 }
 
-function toMessage(row: MessageRow, actions: readonly ChatAction[] = []): ChatMessage {
+/** The message as the API shows it, with its proposals. */
+export function toMessage(row: MessageRow, actions: readonly ChatAction[] = []): ChatMessage {
   return {
     id: row.id,
     threadId: row.thread_id,
@@ -118,13 +124,40 @@ function toMessage(row: MessageRow, actions: readonly ChatAction[] = []): ChatMe
   };
 }
 
-const isTruncated = (m: NewMessage): 0 | 1 => (m.role === 'assistant' && m.truncated ? 1 : 0);
+/** The stored `truncated` flag of a new message. */
+export const isTruncated = (m: NewMessage): 0 | 1 => (m.role === 'assistant' && m.truncated ? 1 : 0);
 
-const notFound = (id: string) => new AppError('not_found', `No chat thread with id ${id}.`);
-const noAction = (id: string) => new AppError('not_found', `No proposal with id ${id} in this thread.`);
+/** The error of a thread that does not exist or is another user's. */
+export const notFound = (id: string) => new AppError('not_found', `No chat thread with id ${id}.`);
+/** The error of a proposal the user's thread does not hold. */
+export const noAction = (id: string) => new AppError('not_found', `No proposal with id ${id} in this thread.`);
 
 /** A proposal with what its confirm answered (`result`, once confirmed). */
 export type StoredAction = ChatAction & { result?: unknown };
+
+/** The proposal with what its confirm answered. */
+export function toStoredAction(row: ActionRow): StoredAction {
+  return { ...toAction(row), ...(row.result !== null ? { result: JSON.parse(row.result) as unknown } : {}) };
+}
+
+/** Returns the messages with their proposals (`actionRows` may hold others: they are left out). */
+export function withActions(rows: readonly MessageRow[], actionRows: readonly ActionRow[]): ChatMessage[] {
+  const byMessage = new Map<string, ChatAction[]>();
+  for (const row of actionRows) {
+    const list = byMessage.get(row.message_id) ?? [];
+    list.push(toAction(row));
+    byMessage.set(row.message_id, list);
+  }
+  return rows.map((row) => toMessage(row, byMessage.get(row.id)));
+}
+
+/** A new message as stored with `id` at `now`, without reading it back. */
+export function asStored(threadId: string, m: NewMessage, id: string, now: number): ChatMessage {
+  return toMessage(
+    { id, thread_id: threadId, role: m.role, content: m.content, model: m.role === 'assistant' ? m.model : null, truncated: isTruncated(m), created_at: now },
+    m.role === 'assistant' ? (m.actions ?? []).map((a) => ({ ...a, status: 'proposed' as const })) : [],
+  );
+}
 
 /**
  * The chat threads and their messages. Every function names the owner: another user's thread is `not_found`
@@ -218,7 +251,7 @@ export function createChatRepository(engine: SqliteEngine): ChatRepository {
   const action = (userId: string, threadId: string, actionId: string): StoredAction => {
     const row = actionById.get(actionId, threadId, userId);
     if (!row) throw noAction(actionId);
-    return { ...toAction(row), ...(row.result !== null ? { result: JSON.parse(row.result) as unknown } : {}) };
+    return toStoredAction(row);
   };
 
   /** Writes the messages and their proposals after counting them on the thread; returns their ids, in order. */
@@ -235,24 +268,6 @@ export function createChatRepository(engine: SqliteEngine): ChatRepository {
       return id;
     });
   };
-
-  /** Returns the messages with their proposals. */
-  const withActions = (rows: readonly MessageRow[], actionRows: readonly ActionRow[]): ChatMessage[] => {
-    const byMessage = new Map<string, ChatAction[]>();
-    for (const row of actionRows) {
-      const list = byMessage.get(row.message_id) ?? [];
-      list.push(toAction(row));
-      byMessage.set(row.message_id, list);
-    }
-    return rows.map((row) => toMessage(row, byMessage.get(row.id)));
-  };
-
-  /** A message as stored by `insertMessages`, without reading it back. */
-  const asStored = (threadId: string, m: NewMessage, id: string, now: number): ChatMessage =>
-    toMessage(
-      { id, thread_id: threadId, role: m.role, content: m.content, model: m.role === 'assistant' ? m.model : null, truncated: isTruncated(m), created_at: now },
-      m.role === 'assistant' ? (m.actions ?? []).map((a) => ({ ...a, status: 'proposed' as const })) : [],
-    );
 
   return {
     createThread(userId, title, now) {
