@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -44,9 +45,17 @@ export function spawnScript(file: string, args: string[], env: Record<string, st
   return spawn(process.execPath, ['--import', 'tsx', file, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
 }
 
+/** Services still running: a test that fails part-way leaves them, and they would keep the test file from ending. */
+const running = new Set<ReturnType<typeof spawn>>();
+after(() => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 /** Starts the service on a free port of 127.0.0.1 and resolves once it logs that it listens; rejects if it exits first. */
 export async function launchService(env: Record<string, string>, timeoutMs = 30_000): Promise<ChildService> {
   const child = spawn(process.execPath, START, { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ADMIN_PASSWORD, ...env } });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   let err = '';
   child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
   const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
