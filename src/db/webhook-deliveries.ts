@@ -47,7 +47,8 @@ export interface AttemptResult {
   disable?: string;
 }
 
-interface DeliveryRow {
+/** A delivery row joined with its event (shared with the PostgreSQL repository). */
+export interface DeliveryRow {
   id: string;
   event_id: string;
   type: EventType;
@@ -59,7 +60,8 @@ interface DeliveryRow {
   next_attempt_at: number | null;
 }
 
-function toDelivery(row: DeliveryRow): Delivery {
+/** The delivery as the API shows it, from its row (both engines). */
+export function toDelivery(row: DeliveryRow): Delivery {
   return {
     id: row.id,
     eventId: row.event_id,
@@ -73,7 +75,8 @@ function toDelivery(row: DeliveryRow): Delivery {
   };
 }
 
-const DELIVERY_COLUMNS = `d.id, e.id AS event_id, e.type, d.attempt, d.status, d.response_status, d.error, d.created_at, d.next_attempt_at
+/** The columns of a Delivery and the join they come from (both engines). */
+export const DELIVERY_COLUMNS = `d.id, e.id AS event_id, e.type, d.attempt, d.status, d.response_status, d.error, d.created_at, d.next_attempt_at
   FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq`;
 
 /**

@@ -43,7 +43,8 @@ export interface WebhookTarget {
   secrets: string[];
 }
 
-interface WebhookRow {
+/** A row of `webhooks` (shared with the PostgreSQL repository). */
+export interface WebhookRow {
   seq: number;
   id: string;
   url: string;
@@ -58,7 +59,8 @@ interface WebhookRow {
   updated_at: number;
 }
 
-function toWebhook(row: WebhookRow): Webhook {
+/** The endpoint as the API shows it, from its row (both engines). */
+export function toWebhook(row: WebhookRow): Webhook {
   return {
     id: row.id,
     url: row.url,
