@@ -5,17 +5,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import postgres from 'postgres';
 import { AppError } from '../../src/domain/errors.ts';
-import { PostgresEngine } from '../../src/db/pg-engine.ts';
-import { migratePostgres } from '../../src/db/postgres/migrate.ts';
+import type { PostgresEngine } from '../../src/db/pg-engine.ts';
 import { createPgIdempotencyKeyRepository } from '../../src/db/postgres/idempotency-keys.ts';
 import { createPgRefreshTokenRepository } from '../../src/db/postgres/refresh-tokens.ts';
 import { createPgUserRepository } from '../../src/db/postgres/users.ts';
 import type { Role } from '../../src/domain/auth-user.ts';
-
-const SERVER_URL = process.env.TEST_DATABASE_URL;
-if (!SERVER_URL) throw new Error('TEST_DATABASE_URL is not set: run these tests with `npm run test:pg`.');
+import { freshInstances } from '../support/postgres.ts';
 
 const DAY = 86_400;
 const now = new Date('2026-03-01T12:00:00.000Z');
@@ -27,14 +23,7 @@ let tokens: ReturnType<typeof createPgRefreshTokenRepository>[];
 
 before(async () => {
   // A database of this file's own, so that its users and admins are only the ones it makes.
-  const name = `accounts_${randomUUID().replaceAll('-', '')}`;
-  const server = postgres(SERVER_URL, { max: 1, onnotice: () => {} });
-  await server.unsafe(`CREATE DATABASE ${name}`);
-  await server.end();
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${name}`;
-  engines = [new PostgresEngine(url.href), new PostgresEngine(url.href)];
-  await migratePostgres(engines[0]!);
+  engines = await freshInstances('accounts');
   users = engines.map(createPgUserRepository);
   tokens = engines.map(createPgRefreshTokenRepository);
 });

@@ -8,20 +8,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import postgres from 'postgres';
 import { createCampaignRepository, type CampaignMove, type CampaignRepository, type NewCampaign } from '../../src/db/campaigns.ts';
 import { openSqliteEngine, type SqliteEngine } from '../../src/db/engine.ts';
-import { PostgresEngine } from '../../src/db/pg-engine.ts';
+import type { PostgresEngine } from '../../src/db/pg-engine.ts';
 import { createPgCampaignRepository, type PgCampaignHooks } from '../../src/db/postgres/campaigns.ts';
-import { migratePostgres } from '../../src/db/postgres/migrate.ts';
 import { createPgSegmentRepository } from '../../src/db/postgres/segments.ts';
 import { createPgUserRepository } from '../../src/db/postgres/users.ts';
 import { createSegmentRepository, type SegmentRepository } from '../../src/db/segments.ts';
 import { createUserRepository } from '../../src/db/users.ts';
 import { AppError } from '../../src/domain/errors.ts';
-
-const SERVER_URL = process.env.TEST_DATABASE_URL;
-if (!SERVER_URL) throw new Error('TEST_DATABASE_URL is not set: run these tests with `npm run test:pg`.');
+import { freshInstances } from '../support/postgres.ts';
 
 const start = new Date('2026-03-01T12:00:00.000Z').getTime();
 /** The n-th instant of a scenario: distinct instants keep "newest first" free of ties broken by random ids. */
@@ -35,14 +31,7 @@ let pgUser: string;
 let sqliteUser: string;
 
 before(async () => {
-  const name = `campaigns_${randomUUID().replaceAll('-', '')}`;
-  const server = postgres(SERVER_URL, { max: 1, onnotice: () => {} });
-  await server.unsafe(`CREATE DATABASE ${name}`);
-  await server.end();
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${name}`;
-  engines = [new PostgresEngine(url.href), new PostgresEngine(url.href)];
-  await migratePostgres(engines[0]!);
+  engines = await freshInstances('campaigns');
   folder = mkdtempSync(join(tmpdir(), 'campaigns-pg-'));
   sqlite = openSqliteEngine(join(folder, 'campaigns.db'));
   const user = { email: 'lead@example.com', fullName: 'Lena Lead', role: 'marketing_lead' as const, passwordHash: 'scrypt$hash' };

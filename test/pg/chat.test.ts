@@ -6,19 +6,15 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import postgres from 'postgres';
 import { createChatRepository, type ChatRepository, type NewMessage } from '../../src/db/chat.ts';
 import { openSqliteEngine, type SqliteEngine } from '../../src/db/engine.ts';
-import { PostgresEngine } from '../../src/db/pg-engine.ts';
+import type { PostgresEngine } from '../../src/db/pg-engine.ts';
 import { createPgChatRepository } from '../../src/db/postgres/chat.ts';
-import { migratePostgres } from '../../src/db/postgres/migrate.ts';
 import { createPgUserRepository } from '../../src/db/postgres/users.ts';
 import { createUserRepository } from '../../src/db/users.ts';
 import { AppError } from '../../src/domain/errors.ts';
 import { tempDir } from '../support/temp-dir.ts';
-
-const SERVER_URL = process.env.TEST_DATABASE_URL;
-if (!SERVER_URL) throw new Error('TEST_DATABASE_URL is not set: run these tests with `npm run test:pg`.');
+import { freshInstances } from '../support/postgres.ts';
 
 const now = new Date('2026-03-01T12:00:00.000Z');
 const at = (ms: number) => new Date(now.getTime() + ms);
@@ -28,14 +24,7 @@ let chats: ChatRepository[];
 let sqlite: SqliteEngine;
 
 before(async () => {
-  const name = `chat_${randomUUID().replaceAll('-', '')}`;
-  const server = postgres(SERVER_URL, { max: 1, onnotice: () => {} });
-  await server.unsafe(`CREATE DATABASE ${name}`);
-  await server.end();
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${name}`;
-  engines = [new PostgresEngine(url.href), new PostgresEngine(url.href)];
-  await migratePostgres(engines[0]!);
+  engines = await freshInstances('chat');
   chats = engines.map(createPgChatRepository);
   sqlite = openSqliteEngine(join(tempDir(), 'chat.db'));
 });

@@ -4,14 +4,14 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { PostgresEngine, type PgSql } from '../../src/db/pg-engine.ts';
+import { serverUrl } from '../support/postgres.ts';
 
-const URL = process.env.TEST_DATABASE_URL;
-if (!URL) throw new Error('TEST_DATABASE_URL is not set: run these tests with `npm run test:pg`.');
+const URL = serverUrl();
 
 const engines: PostgresEngine[] = [];
 /** Returns a new engine on the test database (an instance of the service), closed after the tests. */
 function instance(): PostgresEngine {
-  const engine = new PostgresEngine(URL!, { max: 4 });
+  const engine = new PostgresEngine(URL, { max: 4 });
   engines.push(engine);
   return engine;
 }

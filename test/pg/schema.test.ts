@@ -5,32 +5,18 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
-import postgres from 'postgres';
 import { PostgresEngine } from '../../src/db/pg-engine.ts';
 import { migratePostgres, PG_SCHEMA_VERSION, tokenSecretOf } from '../../src/db/postgres/migrate.ts';
+import { createDatabase } from '../support/postgres.ts';
 
-const URL_ = process.env.TEST_DATABASE_URL;
-if (!URL_) throw new Error('TEST_DATABASE_URL is not set: run these tests with `npm run test:pg`.');
-
-const admin = postgres(URL_, { max: 1, onnotice: () => {} });
 const engines: PostgresEngine[] = [];
-const databases: string[] = [];
 
 after(async () => {
   await Promise.all(engines.map((e) => e.close()));
-  for (const name of databases) await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.end();
 });
 
-/** Creates an empty database and returns its URL. */
-async function emptyDatabase(): Promise<string> {
-  const name = `schema_${randomUUID().replaceAll('-', '')}`;
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  databases.push(name);
-  const url = new URL(URL_!);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
+/** Creates an empty database and returns its URL (the whole cluster goes when the tests end). */
+const emptyDatabase = () => createDatabase('schema');
 
 /** Returns a new engine on the database at `url` (an instance of the service), closed after the tests. */
 function instance(url: string): PostgresEngine {

@@ -6,10 +6,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import postgres from 'postgres';
 import { openSqliteEngine, type SqliteEngine } from '../../src/db/engine.ts';
-import { PostgresEngine } from '../../src/db/pg-engine.ts';
-import { migratePostgres } from '../../src/db/postgres/migrate.ts';
+import type { PostgresEngine } from '../../src/db/pg-engine.ts';
 import { createPgDeliveryRepository, type PgDeliveryRepository } from '../../src/db/postgres/webhook-deliveries.ts';
 import { createPgWebhookRepository, type PgWebhookRepository } from '../../src/db/postgres/webhooks.ts';
 import { createDeliveryRepository, type AttemptResult } from '../../src/db/webhook-deliveries.ts';
@@ -17,9 +15,7 @@ import { createWebhookRepository } from '../../src/db/webhooks.ts';
 import { AppError } from '../../src/domain/errors.ts';
 import type { EventType } from '../../src/domain/webhooks.ts';
 import { tempDir } from '../support/temp-dir.ts';
-
-const SERVER_URL = process.env.TEST_DATABASE_URL;
-if (!SERVER_URL) throw new Error('TEST_DATABASE_URL is not set: run these tests with `npm run test:pg`.');
+import { freshInstances } from '../support/postgres.ts';
 
 const now = new Date('2026-03-01T12:00:00.000Z');
 const later = (ms: number) => new Date(now.getTime() + ms);
@@ -39,14 +35,7 @@ let hooks: PgWebhookRepository[] = [];
 let outbox: PgDeliveryRepository[] = [];
 
 before(async () => {
-  const name = `webhooks_${randomUUID().replaceAll('-', '')}`;
-  const server = postgres(SERVER_URL, { max: 1, onnotice: () => {} });
-  await server.unsafe(`CREATE DATABASE ${name}`);
-  await server.end();
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${name}`;
-  engines = [new PostgresEngine(url.href), new PostgresEngine(url.href)];
-  await migratePostgres(engines[0]!);
+  engines = await freshInstances('webhooks');
   hooks = engines.map(createPgWebhookRepository);
   outbox = engines.map((engine, i) => createPgDeliveryRepository(engine, hooks[i]!));
   sqlite = openSqliteEngine(join(tempDir('campaigns-pg-webhooks-'), 'same.db'));
