@@ -31,6 +31,12 @@ interface OpenTransaction {
 export class PostgresEngine implements Engine<PgSql> {
   readonly kind = 'postgres' as const;
   readonly sql: postgres.Sql;
+  /**
+   * One connection of its own, outside the pool, for session advisory locks (leaders, webhook delivery claims): they
+   * are held as long as its session lives, and given up with it when the instance dies. postgres.js reconnects it
+   * by itself; the locks of the lost session are then gone, which their holders check for.
+   */
+  readonly lockSession: postgres.Sql;
   private readonly leaders: AdvisoryLeadership;
   /** The transaction the current work runs in, and the notifications it sends when its work has succeeded. */
   private readonly open = new AsyncLocalStorage<OpenTransaction>();
@@ -41,8 +47,9 @@ export class PostgresEngine implements Engine<PgSql> {
   constructor(url: string, { max = 10, onError = () => {} }: PostgresEngineOptions = {}) {
     // Notices (such as "relation already exists, skipping") are not problems of the service.
     this.sql = postgres(url, { max, onnotice: () => {}, idle_timeout: 60, connection: { application_name: 'campaigns' }, types: { bigint: BIGINT_AS_NUMBER } });
+    this.lockSession = postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: 'campaigns locks' }, types: { bigint: BIGINT_AS_NUMBER } });
     this.onError = onError;
-    this.leaders = new AdvisoryLeadership(url);
+    this.leaders = new AdvisoryLeadership(this.lockSession);
   }
 
   get leadership(): Leadership {
@@ -94,7 +101,7 @@ export class PostgresEngine implements Engine<PgSql> {
 
   async close(): Promise<void> {
     await Promise.all(this.stopping);
-    await Promise.all([this.leaders.close(), this.sql.end({ timeout: 5 })]);
+    await Promise.all([this.lockSession.end({ timeout: 5 }), this.sql.end({ timeout: 5 })]);
   }
 }
 
@@ -102,19 +109,15 @@ export class PostgresEngine implements Engine<PgSql> {
 const LOCK_SPACE = 0x6361;
 
 /**
- * Leaders through session advisory locks on a connection of their own: a lock is held as long as that session lives,
+ * Leaders through session advisory locks on the engine's lock session: a lock is held as long as that session lives,
  * so a leader whose process dies, or whose connection is cut, is replaced by the next instance that asks. Asking
  * again looks at the server, not at a memory of having led: after a reconnection the lock may be another's.
  */
 class AdvisoryLeadership implements Leadership {
-  private readonly sql: postgres.Sql;
-
-  constructor(url: string) {
-    this.sql = postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: 'campaigns leader' } });
-  }
+  constructor(private readonly session: postgres.Sql) {}
 
   async tryLead(name: string): Promise<boolean> {
-    const [row] = await this.sql<{ leads: boolean }[]>`
+    const [row] = await this.session<{ leads: boolean }[]>`
       SELECT CASE WHEN EXISTS (
           SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
             AND classid = ${LOCK_SPACE}::int::oid AND objid = hashtext(${name})::oid AND objsubid = 2)
@@ -123,11 +126,6 @@ class AdvisoryLeadership implements Leadership {
   }
 
   async resign(name: string): Promise<void> {
-    await this.sql`SELECT pg_advisory_unlock(${LOCK_SPACE}, hashtext(${name}))`;
-  }
-
-  /** Gives up every lead: the session ends. */
-  async close(): Promise<void> {
-    await this.sql.end({ timeout: 5 });
+    await this.session`SELECT pg_advisory_unlock(${LOCK_SPACE}, hashtext(${name}))`;
   }
 }

@@ -4,7 +4,7 @@
 //   event and its deliveries commit or roll back with the change.
 // - Taking a delivery claims it: dueDeliveries and findPending return only deliveries this instance holds a claim on,
 //   so that two dispatchers (two instances, or a leader and another instance's test send) never attempt one delivery
-//   at once. A claim is a session advisory lock on a connection of its own: it needs no column (the schema stays the
+//   at once. A claim is a session advisory lock on the engine's lock session: it needs no column (the schema stays the
 //   SQLite one), shows nothing on the wire, and ends with the instance (its session), so that after a crash another
 //   instance attempts the delivery at once: at least once across crashes, once in normal operation. Recording the
 //   attempt gives the claim up (after the commit, so whoever claims next sees the outcome). Like SQLite's, the
@@ -24,7 +24,7 @@ export interface PgDeliveryRepository extends Omit<DeliveryRepository, 'writeEve
   writeEventIn(event: OutboxEvent, webhookSeqs: readonly number[]): Promise<string[]>;
   /** Joins: resolves to the user's full name, as events name who made a change, or undefined when the user is unknown. */
   userNameIn(userId: string): Promise<string | undefined>;
-  /** Gives up every claim of this instance and its connection (at stop, before the engine closes). */
+  /** Gives up every claim of this instance (when it stops dispatching; closing the engine ends them too). */
   releaseClaims(): Promise<void>;
 }
 
@@ -42,32 +42,24 @@ interface DueRow {
   attempt: number;
 }
 
-// Read on the claims' connection, which gives BIGINT as text: Number().
-const toDue = ({ id, webhookSeq, eventId, body, attempt }: DueRow): DueDelivery => ({ id, webhookSeq: Number(webhookSeq), eventId, body, attempt });
-
-/** A client of one connection to the engine's database (not a reserved connection of its pool: it reconnects by itself). */
-function ownConnection(sql: postgres.Sql): postgres.Sql {
-  const { host, port, database, user, pass, ssl, target_session_attrs } = sql.options;
-  return postgres({ host, port, database, user, pass, ssl, target_session_attrs, max: 1, onnotice: () => {}, connection: { application_name: 'campaigns claims' } } as unknown as postgres.Options<{}>);
-}
+const toDue = ({ id, webhookSeq, eventId, body, attempt }: DueRow): DueDelivery => ({ id, webhookSeq, eventId, body, attempt });
 
 /**
- * This instance's claims on deliveries: session advisory locks on a connection of their own, taken and given up one
+ * This instance's claims on deliveries: session advisory locks on the engine's lock session, taken and given up one
  * operation at a time (a session lock is re-entrant: two claims of one delivery at once would need two unlocks).
  */
 class Claims {
-  private connection: postgres.Sql | undefined;
   /** The deliveries claimed: id to seq. */
   private readonly held = new Map<string, number>();
   private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly sql: postgres.Sql) {}
+  constructor(private readonly session: postgres.Sql) {}
 
-  /** Runs `work` on the claims' connection after the operations before it. */
+  /** Runs `work` on the lock session after the operations before it. */
   run<T>(work: (conn: postgres.Sql) => Promise<T>): Promise<T> {
     const result = this.queue.then(async () => {
       try {
-        return await work((this.connection ??= ownConnection(this.sql)));
+        return await work(this.session);
       } catch (error) {
         // The connection may have been lost, and its locks with it: start again from none (another instance may take them).
         this.held.clear();
@@ -119,13 +111,11 @@ class Claims {
     return this.held.has(id);
   }
 
-  /** Gives up every claim and the connection. */
-  async releaseAll(): Promise<void> {
-    await this.queue;
-    const conn = this.connection;
-    this.connection = undefined;
-    this.held.clear();
-    await conn?.end({ timeout: 5 }); // the session ends: its locks with it
+  /** Gives up every claim this instance holds (a lost session has given them up already). */
+  releaseAll(): Promise<void> {
+    return this.run(async (conn) => {
+      for (const id of [...this.held.keys()]) await this.release(conn, id);
+    }).catch(() => {});
   }
 }
 
@@ -135,7 +125,7 @@ const lockKey = (seq: number): number => seq % 2_147_483_648;
 /** Returns the outbox queries on the PostgreSQL engine; `webhooks` disables an endpoint when an answer says so. */
 export function createPgDeliveryRepository(engine: PostgresEngine, webhooks: PgWebhookRepository): PgDeliveryRepository {
   const { sql } = engine;
-  const claims = new Claims(sql);
+  const claims = new Claims(engine.lockSession);
 
   /** The claimed deliveries still pending (and due at `now`, when given), read after the claims: their latest state. */
   const pendingOf = async (conn: postgres.Sql, seqs: number[], now: number | null): Promise<DueRow[]> =>
