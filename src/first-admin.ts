@@ -40,9 +40,9 @@ export async function prepareFirstAdmin(
   const passwordHash = await hashPassword(password, passwordCost);
   return {
     async create(now) {
-      // `npm run user -- create` may have made a user while the password was hashed.
-      if ((await users.countUsers()) > 0) return undefined;
-      await users.insertUser({ email, fullName, role: 'admin', passwordHash }, now);
+      // `npm run user -- create`, or another instance starting at once, may have made a user while the password was
+      // hashed: the admin is stored only if there is still no user.
+      if (!(await users.insertFirstUser({ email, fullName, role: 'admin', passwordHash }, now))) return undefined;
       return generated
         ? `Created the first admin user. Sign in as ${email} with password ${password} (shown only this once).\n`
         : `Created the first admin user ${email} from ADMIN_EMAIL / ADMIN_PASSWORD.\n`;

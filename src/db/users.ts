@@ -70,6 +70,11 @@ export interface UserRepository {
   /** Stores a new active user and resolves to it; rejects with `conflict` when the email is taken. */
   insertUser(user: NewUser, now: Date): Promise<User>;
   /**
+   * Stores the user only if there are no users at all, deciding and inserting as one step (instances starting at once
+   * on an empty database make one first admin); resolves to it, or undefined when a user existed.
+   */
+  insertFirstUser(user: NewUser, now: Date): Promise<User | undefined>;
+  /**
    * Applies the changes in one transaction and resolves to the user. Deactivation also revokes the user's refresh
    * tokens. Rejects with `not_found` for an unknown id and `conflict` when no active admin would remain.
    */
@@ -126,6 +131,16 @@ export function createUserRepository(engine: SqliteEngine): UserRepository {
           if (isUniqueViolation(error)) throw new AppError('conflict', `A user with the email ${user.email} already exists.`);
           throw error;
         }
+        return toUser(byId.get(id)!);
+      });
+    },
+
+    insertFirstUser(user, now) {
+      // The write lock of the transaction orders it after any other insert: the count sees them all.
+      return engine.write(() => {
+        if ((countAll.get()?.n ?? 0) > 0) return undefined;
+        const id = randomUUID();
+        insert.run({ ...user, id, now: now.getTime() });
         return toUser(byId.get(id)!);
       });
     },

@@ -236,3 +236,20 @@ test('race: 20 claims of one idempotency key at once: exactly one claimant, the 
   assert.equal(kinds.filter((k) => k === 'running').length, 19);
   assert.equal(marked, 1);
 });
+
+test('race: instances starting at once on an empty database store one first admin', async () => {
+  const empty = await freshInstances('first_user', 3);
+  try {
+    const repositories = empty.map(createPgUserRepository);
+    // Connections open first, so that the three transactions really run at once.
+    await Promise.all(empty.map((e) => e.sql`SELECT 1`));
+    const made = await Promise.all(
+      repositories.map((r, i) => r.insertFirstUser({ email: `admin${i}@example.com`, fullName: 'Admin', role: 'admin', passwordHash: 'x' }, now)),
+    );
+    assert.equal(made.filter((user) => user !== undefined).length, 1, 'one of the three stored its admin');
+    assert.equal(await repositories[0]!.countUsers(), 1);
+    assert.equal(await repositories[1]!.insertFirstUser({ email: 'late@example.com', fullName: 'Late', role: 'admin', passwordHash: 'x' }, now), undefined);
+  } finally {
+    await Promise.all(empty.map((e) => e.close()));
+  }
+});

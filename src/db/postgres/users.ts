@@ -20,6 +20,9 @@ async function lockActiveAdmins(tx: PgSql): Promise<void> {
   await tx`SELECT id FROM users WHERE role = 'admin' AND is_active = 1 ORDER BY id FOR NO KEY UPDATE`;
 }
 
+/** The advisory lock that orders first-user inserts: the key space of pg-engine.ts's leaders ("ca"), under a name of its own. */
+const FIRST_USER_LOCK = [0x6361, 'first-user'] as const;
+
 /** Returns the user statements on the PostgreSQL engine. Single reads run on the pool, outside any transaction. */
 export function createPgUserRepository(engine: PostgresEngine): UserRepository {
   const { sql } = engine;
@@ -63,6 +66,22 @@ export function createPgUserRepository(engine: PostgresEngine): UserRepository {
     async countUsers() {
       const [row] = await sql<{ n: number }[]>`SELECT count(*)::integer AS n FROM users`;
       return row?.n ?? 0;
+    },
+
+    insertFirstUser(user, now) {
+      // Under a transaction-level advisory lock: of instances starting at once on an empty database, the second waits
+      // for the first to commit, then counts its admin (READ COMMITTED: the count, a later statement, sees it).
+      return engine.write(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(${FIRST_USER_LOCK[0]}, hashtext(${FIRST_USER_LOCK[1]}))`;
+        const [count] = await tx<{ n: number }[]>`SELECT count(*)::integer AS n FROM users`;
+        if (count!.n > 0) return undefined;
+        const [row] = await tx<UserRow[]>`
+          INSERT INTO users (id, email, full_name, role, is_active, password_hash, created_at, updated_at)
+          VALUES (${randomUUID()}, ${user.email}, ${user.fullName}, ${user.role}, 1, ${user.passwordHash},
+            ${now.getTime()}, ${now.getTime()})
+          RETURNING *`;
+        return toUser(row!);
+      });
     },
 
     insertUser(user, now) {
