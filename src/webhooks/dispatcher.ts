@@ -22,8 +22,9 @@ const FOLLOWER_ASKS_EVERY_MS = 1_000;
 
 /** What the dispatcher reads and records with, and whom it sends through. */
 export interface DispatcherOptions {
-  webhooks: WebhookRepository;
-  deliveries: DeliveryRepository;
+  /** Only the queries both engines answer alike: the dispatcher runs on SQLite's repositories and PostgreSQL's. */
+  webhooks: Pick<WebhookRepository, 'enabledWebhooks' | 'findTarget'>;
+  deliveries: Pick<DeliveryRepository, 'dueDeliveries' | 'findPending' | 'nextDueAfter' | 'recordAttempt'>;
   /** Whether the database is still open: after it closes there is nothing to do. */
   isOpen: () => boolean;
   /** Only the leader of `webhook-dispatcher` sends (one instance of a deployment); asked at every round. */

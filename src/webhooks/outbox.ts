@@ -1,18 +1,14 @@
 // The outbox: turns changes into events and writes them, with a delivery per subscribed endpoint, inside the
 // transaction of the change itself. Nothing here awaits: it runs within other code's transactions and joins them.
-import { randomUUID } from 'node:crypto';
+// The events themselves are built in events.ts, shared with the outbox on PostgreSQL (pg-outbox.ts).
 import type { CampaignMove } from '../db/campaigns.ts';
 import type { DeliveryRepository } from '../db/webhook-deliveries.ts';
 import type { WebhookRepository } from '../db/webhooks.ts';
 import type { ImportJob } from '../customers/index.ts';
 import type { Clock } from '../domain/clock.ts';
-import type { EventType } from '../domain/webhooks.ts';
+import { actorOf, campaignMoveEvents, importCompletedEvent, outboxEvent, testEvent, type Actor, type EventDraft } from './events.ts';
 
-/** Who made a change, as events name them. */
-export interface Actor {
-  id: string;
-  fullName?: string;
-}
+export type { Actor } from './events.ts';
 
 /** What the outbox writes with, and whom it tells. */
 export interface OutboxOptions {
@@ -41,37 +37,29 @@ export interface Outbox {
 /** Returns the outbox's writers over the repositories. */
 export function createOutbox({ webhooks, deliveries, publicUrl, written, clock }: OutboxOptions): Outbox {
   // Read in the change's transaction: the user as of the change, and nothing here awaits.
-  const actor = (id: string): Actor => {
-    const fullName = deliveries.userNameIn(id);
-    return fullName === undefined ? { id } : { id, fullName };
-  };
+  const actor = (id: string): Actor => actorOf(id, deliveries.userNameIn(id));
 
-  /** Writes the event for the endpoints given (the subscribers of its type by default); returns the deliveries' ids. */
-  const record = (type: EventType, data: unknown, at: Date, to: readonly number[] = webhooks.subscribersIn(type)): string[] => {
+  /** Writes the event for its endpoints (the subscribers of its type by default); returns the deliveries' ids. */
+  const record = (event: EventDraft): string[] => {
+    const to = event.to ?? webhooks.subscribersIn(event.type);
     if (to.length === 0) return [];
-    const body = JSON.stringify({ type, timestamp: at.toISOString(), data });
-    const ids = deliveries.writeEventIn({ id: randomUUID(), type, body, createdAt: at }, to);
+    const ids = deliveries.writeEventIn(outboxEvent(event), to);
     written();
     return ids;
   };
 
   return {
     campaignMoved(move) {
-      const { campaign, from, to, by, note, audience, at } = move;
-      record('campaign.status_changed', { campaign, from, to, by: actor(by), ...(note === null ? {} : { note }) }, at);
-      if (to === 'approved' && audience) {
-        const exportUrl = `${publicUrl()}/v1/campaigns/${encodeURIComponent(campaign.id)}/audience.csv`;
-        record('campaign.approved', { campaign, audience, exportUrl }, at);
-      }
+      for (const event of campaignMoveEvents(move, actor(move.by), publicUrl)) record(event);
     },
 
     importFinished(job) {
-      record('customers.import_completed', job, job.finishedAt ? new Date(job.finishedAt) : clock());
+      record(importCompletedEvent(job, clock));
     },
 
     sendTest(webhookId, by, at) {
       const { seq } = webhooks.endpointIn(webhookId);
-      return record('webhook.test', { webhookId, by: actor(by) }, at, [seq])[0]!;
+      return record(testEvent(webhookId, seq, actor(by), at))[0]!;
     },
   };
 }
