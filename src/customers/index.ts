@@ -10,6 +10,7 @@
 //               subscribes to it
 import type { SqliteEngine } from '../db/engine.ts';
 import { AudienceIndex } from './audience/audience-index.ts';
+import { SqliteAudienceSource } from './audience/sqlite-source.ts';
 import { CustomerChangeFeed, type ChangeSource } from './change-feed.ts';
 import { ImportRunner } from './imports/import-runner.ts';
 import { createImportJobs, type ImportJobs, type ImportJobsOptions } from './imports/jobs.ts';
@@ -61,7 +62,7 @@ export function openImportJobs(imports: ImportRunner, store: CustomerRepository,
 export function openCustomers(engine: SqliteEngine, { warm = false, importCacheMiB = 32 } = {}): Customers {
   const { db } = engine;
   const feed = new CustomerChangeFeed(db);
-  const audience = new AudienceIndex(db, feed);
+  const audience = new AudienceIndex(new SqliteAudienceSource(db, feed), feed);
   const writes = createCustomerWrites(db);
   const imports = new ImportRunner(engine, writes, feed, { cacheMiB: importCacheMiB });
   const store = createCustomerRepository(engine, { writes, feed, imports });

@@ -1,16 +1,12 @@
 // The one matching engine behind segment preview, save, update and get: the five matchable customer fields held
 // in memory as columns, so any set of conditions is counted in one pass over typed arrays, whatever its
 // selectivity, and counts are remembered until the customers change (or, for activity bounds, the clock moves far
-// enough to change them).
+// enough to change them). Engine-agnostic: where the customers are loaded from, and how the index learns of changes
+// its change source did not tell one by one, is its `AudienceSource` (sqlite-source.ts, ../postgres/audience-source.ts).
 import type { Bounds } from '../../domain/segments.ts';
 import { AudienceColumns } from './columns.ts';
 import type { ChangeSource } from '../change-feed.ts';
-import { generationReader } from '../store/generation.ts';
-import { statusIndex, type CustomerChange } from '../store/rows.ts';
-import type { CustomerStatus } from '../../domain/customers.ts';
-import { openReadConnection, type Db } from '../../db/database.ts';
-
-const CHUNK = 50_000;
+import type { CustomerChange } from '../store/rows.ts';
 
 /** How many counts are remembered for the current generation. */
 const REMEMBERED_COUNTS = 1000;
@@ -22,33 +18,49 @@ interface Remembered {
   validFor: number;
 }
 
+/** Where the audience index reads customers from, and how it learns that its columns may have missed changes. */
+export interface AudienceSource {
+  /**
+   * Empties `columns` and fills them with every customer of one consistent snapshot, in id order, yielding to the
+   * event loop between chunks; resolves to that snapshot's customers generation.
+   */
+  load(columns: AudienceColumns): Promise<number>;
+  /**
+   * Whether customers may have changed in ways the change source did not publish, the columns reflecting
+   * `generation`: then the index reloads before counting.
+   */
+  changedElsewhere(generation: number): boolean;
+  /** Calls `listener` when the columns must be read again from a snapshot at or after `generation`; returns the function that stops it. */
+  onReload?(listener: (generation: number) => void): () => void;
+}
+
+/** A published write, or a reload told while a load ran (`changes` undefined). */
+type Told = { changes: CustomerChange[] | undefined; generation: number };
+
 /**
  * Column copy of the customers table (columns.ts), kept current by `apply` (told by the change source of each committed
- * write of this process) and reloaded when another process changed customers (`meta.customers_generation` moved on
- * unexpectedly).
+ * write) and reloaded when the source says customers changed unseen (SQLite: another process wrote; PostgreSQL: the
+ * change feed asked for a reload).
  */
 export class AudienceIndex {
   private readonly columns = new AudienceColumns();
   /** The customers generation the columns reflect; -1 before the first load. */
   private generation = -1;
-  private dataVersion = -1;
   private loading: Promise<void> | undefined;
-  /** Writes committed while a load runs, applied once it ends. */
-  private queued: { changes: CustomerChange[]; generation: number }[] | undefined;
+  /** Writes (and reloads) told while a load runs, applied once it ends. */
+  private queued: Told[] | undefined;
   /** Writes told ahead of an earlier generation still on its way from the import writer, by generation. */
   private early = new Map<number, CustomerChange[]>();
   private remembered = new Map<string, Remembered>();
   private rememberedGeneration = -1;
-  private readonly readDataVersion: () => number;
 
-  /** Subscribes to the feed: every write this process commits is applied as it is published. */
+  /** Subscribes to the feed (every published write is applied as it is published) and to the source's reloads. */
   constructor(
-    private readonly db: Db,
+    private readonly source: AudienceSource,
     private readonly feed: ChangeSource,
   ) {
     feed.subscribe((changes, generation) => this.apply(changes, generation));
-    const dataVersion = db.prepare('PRAGMA data_version').pluck();
-    this.readDataVersion = () => dataVersion.get() as number;
+    source.onReload?.((generation) => this.reload(generation));
   }
 
   /** Starts loading in the background, so the first count need not wait for it. */
@@ -89,7 +101,21 @@ export class AudienceIndex {
   }
 
   /**
-   * Applies customer writes this process committed as `generation`. A write told before an earlier one of the import
+   * Forgets the columns unless they already reflect `generation`: the next count loads them again. Told during a
+   * load, it waits its turn with the writes told meanwhile (the load's snapshot may already hold it).
+   */
+  private reload(generation: number): void {
+    if (this.queued) {
+      this.queued.push({ changes: undefined, generation });
+      return;
+    }
+    if (generation <= this.generation) return;
+    this.generation = -1;
+    this.early.clear();
+  }
+
+  /**
+   * Applies customer writes committed as `generation`. A write told before an earlier one of the import
    * writer waits for it; a gap no write of ours fills means another process wrote, and the next count reloads.
    */
   private apply(changes: CustomerChange[], generation: number): void {
@@ -125,7 +151,7 @@ export class AudienceIndex {
         await this.feed.nextChange();
         continue;
       }
-      if (this.early.size > 0 || this.changedElsewhere()) {
+      if (this.early.size > 0 || this.source.changedElsewhere(this.generation)) {
         this.generation = -1;
         this.early.clear();
         continue;
@@ -144,13 +170,6 @@ export class AudienceIndex {
       } else if (before) this.columns.remove(before.id);
     }
     this.generation = generation;
-  }
-
-  private changedElsewhere(): boolean {
-    const version = this.readDataVersion();
-    if (version === this.dataVersion) return false;
-    this.dataVersion = version;
-    return this.feed.generation() !== this.generation;
   }
 
   private ensureLoading(): void {
@@ -172,40 +191,16 @@ export class AudienceIndex {
     const queued = this.queued ?? [];
     this.queued = undefined;
     this.early.clear();
-    for (const { changes, generation } of queued) this.apply(changes, generation);
+    for (const { changes, generation } of queued) {
+      if (changes) this.apply(changes, generation);
+      else this.reload(generation);
+    }
   }
 
-  /** Reads every customer from a snapshot on a second connection, in chunks between which requests are served. */
+  /** Reads every customer from one snapshot of the source; writes told meanwhile are queued. */
   private async read(): Promise<void> {
     this.queued = [];
-    this.dataVersion = this.readDataVersion();
-    const reader = this.db.memory ? this.db : openReadConnection(this.db);
-    try {
-      if (reader !== this.db) reader.exec('BEGIN'); // one snapshot across all chunks
-      const generation = generationReader(reader)();
-      const total = reader.prepare('SELECT count(*) FROM customers').pluck().get() as number;
-      this.columns.clear(Math.max(1024, Math.ceil(total * 1.1)));
-      const chunk = reader
-        .prepare('SELECT id, country_key, status, total_transactions, amount_cents, last_activity_at FROM customers WHERE id > ? ORDER BY id LIMIT ?')
-        .raw();
-      // Rows are streamed, not collected per chunk, so loading leaves no large garbage on the heap.
-      let after = 0;
-      for (;;) {
-        let read = 0;
-        const rows = chunk.iterate(after, CHUNK) as Iterable<[number, string, CustomerStatus, number, number, number]>;
-        for (const [id, key, status, transactions, cents, lastActivityAt] of rows) {
-          this.columns.append(id, key, statusIndex(status), transactions, cents, lastActivityAt);
-          after = id;
-          read++;
-        }
-        if (read < CHUNK) break;
-        if (reader !== this.db) await new Promise((resolve) => setImmediate(resolve));
-      }
-      if (reader !== this.db) reader.exec('COMMIT');
-      this.generation = generation;
-    } finally {
-      if (reader !== this.db) reader.close();
-    }
+    this.generation = await this.source.load(this.columns);
   }
 }
 
