@@ -19,6 +19,11 @@ const UPGRADES: Record<number, (tx: PgSql) => Promise<void>> = {};
 const LOCK_SPACE = 0x6361;
 const LOCK_NAME = 'schema';
 
+/** Waits for the advisory lock of schema changes, held to the end of `tx`: move-to-postgres checks and fills under it. */
+export async function lockSchema(tx: PgSql): Promise<void> {
+  await tx`SELECT pg_advisory_xact_lock(${LOCK_SPACE}, hashtext(${LOCK_NAME}))`;
+}
+
 let schemaSql: string | undefined;
 const SCHEMA_URL = new URL('./schema.sql', import.meta.url);
 
