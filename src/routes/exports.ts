@@ -85,8 +85,8 @@ export function exportOperations({ campaigns, segments, customers, clock }: Expo
   const send = async (ctx: Context, file: string, conditions: readonly Condition[], format: ExportFormat) => {
     const lines = LINES[format];
     const chunks = customers.matchingCustomers(compileConditions(conditions, clock()));
-    await streamCsv(ctx, `${file}${format === 'listmonk' ? '-listmonk' : ''}.csv`, HEADERS[format], (function* () {
-      for (const rows of chunks) yield lines(rows);
+    await streamCsv(ctx, `${file}${format === 'listmonk' ? '-listmonk' : ''}.csv`, HEADERS[format], (async function* () {
+      for await (const rows of chunks) yield lines(rows);
     })());
     return STREAMED;
   };

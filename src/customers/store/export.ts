@@ -51,20 +51,27 @@ function exportStatements(db: Db) {
   return { window, lastId };
 }
 
+/** The customers within a segment's bounds, read for a download, on either engine. */
+export interface CustomerExport {
+  /**
+   * Returns the customers within `bounds` (none for `null`) that exist when the reading starts, in id order, a batch
+   * at a time (possibly empty): each at most once, none added after the start. SQLite reads each batch as it is when
+   * its turn comes (a customer deleted before then does not come); PostgreSQL reads them all from the snapshot of the
+   * start. Nothing is read before the first `next()`; stop early with `return()`.
+   */
+  matchingCustomers(bounds: Bounds | null): AsyncGenerator<ExportRow[], void, undefined>;
+}
+
 /**
  * Returns the reader of customers within bounds. Each export reads through a connection of its own with SQLite's
  * small default page cache, closed when it ends: every page of the table passes through once, and through the
  * service's connection they filled its 32 MiB cache (memory kept, and the pages other queries want pushed out).
  */
-export function createCustomerExport(db: Db) {
+export function createCustomerExport(db: Db): CustomerExport {
   return {
-    /**
-     * Returns the customers within `bounds` (none for `null`) that exist when the reading starts, in id order: each
-     * step runs one statement over the next window of ids and yields what it found (possibly nothing). A customer
-     * comes at most once; one changed before its window is read comes as changed, one deleted before does not come,
-     * and one added after the start does not come. Stop early with `return()`.
-     */
-    *matchingCustomers(bounds: Bounds | null): Generator<ExportRow[], void, undefined> {
+    // Each step runs one statement over the next window of ids and yields what it found: one changed before its
+    // window is read comes as changed.
+    async *matchingCustomers(bounds) {
       if (!bounds) return;
       const reader = db.memory ? db : openReadConnection(db);
       try {
@@ -107,5 +114,3 @@ function* windowsWithin({ window, lastId }: ReturnType<typeof exportStatements>,
     yield rows;
   }
 }
-
-export type CustomerExport = ReturnType<typeof createCustomerExport>;

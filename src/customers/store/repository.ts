@@ -69,6 +69,13 @@ export interface CustomerStoreParts {
   imports: { importLater(records: readonly CustomerRecord[], now: Date, onExisting?: OnExisting): Promise<ImportedRow[]> };
 }
 
+/**
+ * One spelling per country that has customers, in key order: the per-country totals list them, customers_by_country
+ * finds a row. The same text on PostgreSQL.
+ */
+export const COUNTRY_NAMES_SQL = `SELECT (SELECT country FROM customers WHERE country_key = k.country_key LIMIT 1) AS name
+  FROM (SELECT country_key FROM customer_countries GROUP BY country_key HAVING sum(customers) > 0) AS k ORDER BY k.country_key`;
+
 /** Returns the customer queries on `engine`; every committed write is published to `feed`, in commit order. */
 export function createCustomerRepository(engine: SqliteEngine, { writes, feed, imports }: CustomerStoreParts): CustomerRepository {
   const { db } = engine;
@@ -77,13 +84,7 @@ export function createCustomerRepository(engine: SqliteEngine, { writes, feed, i
   const byId = db.prepare<[number], CustomerRow>('SELECT * FROM customers WHERE id = ?');
   const emailStored = db.prepare<[string], number>('SELECT 1 FROM customers WHERE email = ?').pluck();
   const top = db.prepare<[number], CustomerRow>('SELECT * FROM customers ORDER BY amount_cents DESC, last_activity_at DESC, id DESC LIMIT ?');
-  // One spelling per country that has customers: the per-country totals list them, customers_by_country finds a row.
-  const countries = db
-    .prepare<[], string>(
-      `SELECT (SELECT country FROM customers WHERE country_key = k.country_key LIMIT 1) AS name
-       FROM (SELECT country_key FROM customer_countries GROUP BY country_key HAVING sum(customers) > 0) AS k ORDER BY k.country_key`,
-    )
-    .pluck();
+  const countries = db.prepare<[], string>(COUNTRY_NAMES_SQL).pluck();
   /**
    * Runs `work` (writes.ts transactions, then the publish of what they committed) once the write gate gives this write
    * its turn: while a CSV job's transaction holds the lock, it waits for its commit without blocking the event loop.

@@ -54,12 +54,19 @@ const SEARCH_CACHE_SIZE = 500;
 /** Rare searches up to this many matches remember their ordered ids, so each page is a few lookups. */
 const REMEMBERED_IDS = 10_000;
 
+/** Names and emails hold no control characters, so a search with one matches nothing. */
+export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
+/** A search of printable ASCII only: the case of its letters is folded the same way by every engine. */
+export const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
 /** Returns the FTS5 phrase that matches `term` as a substring. */
 function phrase(term: string): string {
   return `"${term.replace(/"/g, '""')}"`;
 }
 
-function likePattern(term: string): string {
+/** Returns the LIKE pattern (escape character `\`) that matches `term` as a substring. */
+export function likePattern(term: string): string {
   return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
@@ -127,7 +134,7 @@ export function createCustomerSearch(db: Db, stats: CustomerStats, feed: Pick<Ch
     listCustomers(query: CustomerQuery): { items: Customer[]; total: number } {
       const term = query.search;
       // Names and emails hold no control characters, so such a term matches nothing.
-      if (/[\u0000-\u001f\u007f]/.test(term)) return { items: [], total: 0 };
+      if (CONTROL_CHARACTER.test(term)) return { items: [], total: 0 };
       const status = query.status === 'all' ? undefined : query.status;
       const key = countryKey(query.country) || undefined;
       const byStatus = status !== undefined;
@@ -149,7 +156,7 @@ export function createCustomerSearch(db: Db, stats: CustomerStats, feed: Pick<Ch
       }
       const trigram = [...term].length >= TRIGRAM;
       // LIKE folds case for ASCII only: non-ASCII terms never use it.
-      const ascii = /^[\x20-\x7e]*$/.test(term);
+      const ascii = PRINTABLE_ASCII.test(term);
       const matcher: Matcher = trigram ? 'trigram' : ascii ? 'like' : 'fold';
       const counted = remember(`${matcher}|${status}|${key}|${term}`, () => ({
         total: (prepared(countSql(matcher, byStatus, byCountry)).get(params) as { n: number }).n,

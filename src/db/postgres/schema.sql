@@ -118,6 +118,9 @@ CREATE TABLE IF NOT EXISTS meta (
   value BIGINT NOT NULL
 );
 
+-- The row every customer write locks first (customers_write_turn below): it exists from the start.
+INSERT INTO meta (key, value) VALUES ('customers_generation', 0) ON CONFLICT (key) DO NOTHING;
+
 -- Saved audiences. Conditions are kept as one JSON array (each with its id, in order).
 CREATE TABLE IF NOT EXISTS segments (
   id          TEXT COLLATE "C" PRIMARY KEY,
@@ -377,6 +380,129 @@ CREATE TABLE IF NOT EXISTS customer_changes (
   CHECK (op = 'upsert' OR (country_key IS NULL AND status IS NULL AND total_transactions IS NULL
                            AND amount_cents IS NULL AND last_activity_at IS NULL))
 );
+
+-- The customer change contract, kept by triggers on customers whoever writes them (a repository, a CSV job's chunk,
+-- INSERT ... ON CONFLICT DO UPDATE), in the same transaction as the write: the aggregate tables stay exact as
+-- SQLite's writes.ts and stats.ts keep them (customer_totals rows stay at zero; a day's or a country's row goes when
+-- it counts no customer), and each transaction that changes customers takes the next customers_generation once,
+-- logs one customer_changes row per changed customer with it, and notifies 'customer_changes' with it.
+--
+-- Locks, always in this order, so that customer writers never deadlock: the customers table's (every statement on it
+-- takes that first), meta's customers_generation row before a statement touches any customer (held to commit: the
+-- turns of customer writes, and commits in generation order), then the customers rows, then the aggregate rows in
+-- key order. A transaction that reads customers it then writes takes the table's lock and that row first too.
+
+-- The UTC day of an instant in epoch milliseconds, floor(ms / 86400000) (dayOf in domain/customers.ts), in integers.
+-- Not STRICT, so that the planner inlines it: called as a function, it took most of a 20,000-row trigger's time.
+CREATE OR REPLACE FUNCTION customer_day(ms BIGINT) RETURNS INTEGER LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT (CASE WHEN ms >= 0 THEN ms / 86400000 ELSE -((-ms - 1) / 86400000) - 1 END)::integer
+$$;
+
+-- Before each statement on customers: waits for the customer writes' turn (meta's customers_generation row), unless
+-- this transaction has it. The transaction-local campaigns.generation says it took its generation, so holds the row.
+CREATE OR REPLACE FUNCTION customers_write_turn() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF coalesce(current_setting('campaigns.generation', true), '') = '' THEN
+    PERFORM 1 FROM meta WHERE key = 'customers_generation' FOR NO KEY UPDATE;
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+-- Returns this transaction's generation: the next one at its first call (NOTIFY sent at commit), remembered in a
+-- transaction-local setting (undone with a rolled-back savepoint, as the meta row's update is).
+CREATE OR REPLACE FUNCTION customers_generation_taken() RETURNS BIGINT LANGUAGE plpgsql AS $$
+DECLARE
+  taken BIGINT := nullif(current_setting('campaigns.generation', true), '')::bigint;
+BEGIN
+  IF taken IS NULL THEN
+    INSERT INTO meta AS m (key, value) VALUES ('customers_generation', 1)
+    ON CONFLICT (key) DO UPDATE SET value = m.value + 1
+    RETURNING value INTO taken;
+    PERFORM set_config('campaigns.generation', taken::text, true);
+    PERFORM pg_notify('customer_changes', taken::text);
+  END IF;
+  RETURN taken;
+END
+$$;
+
+-- After each INSERT, UPDATE or DELETE of customers (its transition tables new_rows and old_rows): when it changed any,
+-- the transaction's generation; the customers counted out of the aggregates as they were (sign -1) and into them as
+-- they are (sign 1), sums grouped per row and written in key order, zero sums skipped and rows left counting no
+-- customer removed (but status totals) as stats.ts does; one log row per customer, an upsert with its facts or a
+-- delete. The aggregate statements are one text for the three events, over the delta `d` each event reads
+-- (EXECUTE sees the transition tables).
+CREATE OR REPLACE FUNCTION customers_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  taken BIGINT;
+  delta TEXT := CASE TG_OP
+    WHEN 'INSERT' THEN 'SELECT 1 AS sign, status, last_activity_at, country_key, amount_cents FROM new_rows'
+    WHEN 'DELETE' THEN 'SELECT -1 AS sign, status, last_activity_at, country_key, amount_cents FROM old_rows'
+    ELSE 'SELECT -1 AS sign, status, last_activity_at, country_key, amount_cents FROM old_rows
+          UNION ALL SELECT 1, status, last_activity_at, country_key, amount_cents FROM new_rows'
+  END;
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    IF NOT EXISTS (SELECT FROM old_rows) THEN RETURN NULL; END IF;
+  ELSIF NOT EXISTS (SELECT FROM new_rows) THEN
+    RETURN NULL; -- e.g. ON CONFLICT DO NOTHING that inserted nothing: no change, no generation
+  END IF;
+  taken := customers_generation_taken();
+
+  EXECUTE format($sql$
+    INSERT INTO customer_totals AS t (status, customers, amount_cents)
+    SELECT d.status, sum(d.sign), sum(d.sign * d.amount_cents) FROM (%s) AS d
+    GROUP BY d.status HAVING sum(d.sign) <> 0 OR sum(d.sign * d.amount_cents) <> 0
+    ORDER BY d.status
+    ON CONFLICT (status) DO UPDATE SET customers = t.customers + excluded.customers, amount_cents = t.amount_cents + excluded.amount_cents
+  $sql$, delta);
+
+  EXECUTE format($sql$
+    INSERT INTO customer_days AS t (status, day, customers, amount_cents)
+    SELECT d.status, customer_day(d.last_activity_at), sum(d.sign), sum(d.sign * d.amount_cents) FROM (%s) AS d
+    GROUP BY 1, 2 HAVING sum(d.sign) <> 0 OR sum(d.sign * d.amount_cents) <> 0
+    ORDER BY 1, 2
+    ON CONFLICT (status, day) DO UPDATE SET customers = t.customers + excluded.customers, amount_cents = t.amount_cents + excluded.amount_cents
+  $sql$, delta);
+
+  EXECUTE format($sql$
+    INSERT INTO customer_countries AS t (country_key, status, customers)
+    SELECT d.country_key, d.status, sum(d.sign) FROM (%s) AS d
+    GROUP BY 1, 2 HAVING sum(d.sign) <> 0
+    ORDER BY 1, 2
+    ON CONFLICT (country_key, status) DO UPDATE SET customers = t.customers + excluded.customers
+  $sql$, delta);
+
+  IF TG_OP <> 'INSERT' THEN
+    -- Only rows customers left can have come to zero; this transaction locked them above.
+    DELETE FROM customer_days AS t USING (SELECT DISTINCT status, customer_day(last_activity_at) AS day FROM old_rows) AS gone
+    WHERE t.status = gone.status AND t.day = gone.day AND t.customers = 0;
+    DELETE FROM customer_countries AS t USING (SELECT DISTINCT country_key, status FROM old_rows) AS gone
+    WHERE t.country_key = gone.country_key AND t.status = gone.status AND t.customers = 0;
+  END IF;
+
+  IF TG_OP = 'DELETE' THEN
+    INSERT INTO customer_changes (generation, op, customer_id) SELECT taken, 'delete', id FROM old_rows;
+  ELSE
+    INSERT INTO customer_changes (generation, op, customer_id, country_key, status, total_transactions, amount_cents, last_activity_at)
+    SELECT taken, 'upsert', id, country_key, status, total_transactions, amount_cents, last_activity_at FROM new_rows;
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS customers_write_turn ON customers;
+CREATE TRIGGER customers_write_turn BEFORE INSERT OR UPDATE OR DELETE ON customers
+  FOR EACH STATEMENT EXECUTE FUNCTION customers_write_turn();
+DROP TRIGGER IF EXISTS customers_inserted ON customers;
+CREATE TRIGGER customers_inserted AFTER INSERT ON customers REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION customers_changed();
+DROP TRIGGER IF EXISTS customers_updated ON customers;
+CREATE TRIGGER customers_updated AFTER UPDATE ON customers REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION customers_changed();
+DROP TRIGGER IF EXISTS customers_deleted ON customers;
+CREATE TRIGGER customers_deleted AFTER DELETE ON customers REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION customers_changed();
 
 -- Secrets the service makes for itself once and every instance shares: 'token_secret' (hex of 32 random bytes, as
 -- SQLite's DATABASE_PATH.secret file holds it) when TOKEN_SECRET is not set.
