@@ -220,7 +220,7 @@ function commitOf(seq: number, { stored, generation }: { stored: Imported[]; gen
  * arrives, `consumed` asks for one more batch (at most BATCHES_AHEAD are ahead of the commits), `close` tells the
  * parser to stop.
  */
-function receiveBatches(port: MessagePort) {
+export function receiveBatches(port: MessagePort) {
   const received: ParserMessage[] = [];
   let wake: (() => void) | undefined;
   let closed = false;

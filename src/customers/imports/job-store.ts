@@ -41,7 +41,8 @@ export interface SkippedRow {
   reason: string;
 }
 
-interface JobRow {
+/** An import_jobs row as both engines read it (PostgreSQL's BIGINTs come back as numbers). */
+export interface JobRow {
   seq: number;
   id: string;
   status: ImportJobStatus;
@@ -59,7 +60,8 @@ interface JobRow {
   finished_at: number | null;
 }
 
-function toJob(row: JobRow): ImportJob {
+/** Returns a stored job as the API shows it. */
+export function toJob(row: JobRow): ImportJob {
   return {
     id: row.id,
     status: row.status,
@@ -78,7 +80,7 @@ function toJob(row: JobRow): ImportJob {
 }
 
 /** Skipped rows read per query of failures.csv. */
-const SKIPPED_PAGE = 1000;
+export const SKIPPED_PAGE = 1000;
 
 /** The import jobs table as the service sees it: every function asynchronous, as on every engine. */
 export interface ImportJobStore {

@@ -10,8 +10,8 @@ import { AppError } from '../../domain/errors.ts';
 import type { OnExisting } from '../store/writes.ts';
 import { HEADER_LIMIT, readHeader, type ColumnMapping } from './csv-columns.ts';
 import { previewCsv, type CsvPreview } from './csv-preview.ts';
-import type { ImportRunner, JobRunOptions } from './import-runner.ts';
-import type { ImportJob, SkippedRow } from './job-store.ts';
+import type { JobRunOptions } from './import-runner.ts';
+import type { ImportJob, ImportJobStore, NewJob, SkippedRow } from './job-store.ts';
 
 export interface ImportJobsOptions extends JobRunOptions {
   /** IMPORT_MAX_BYTES: the largest file accepted. */
@@ -55,9 +55,19 @@ export interface ImportJobs {
   skippedRows(id: string): Promise<AsyncIterable<SkippedRow[]>>;
 }
 
+/**
+ * What runs the jobs, on either engine: the ImportRunner (import-runner.ts) on SQLite, the PostgreSQL runner
+ * (../postgres/import-jobs.ts). Uploads are read to `uploadPath(id)`, then `addJob` queues them.
+ */
+export interface JobQueue {
+  uploadPath(id: string): string;
+  addJob(job: NewJob): Promise<ImportJob>;
+  readonly jobs: Pick<ImportJobStore, 'getJob' | 'listJobs' | 'skippedRows'>;
+}
+
 /** Returns the import jobs run by `runner` (whose jobs have been started); `emailsStored` serves the previews. */
 export function createImportJobs(
-  runner: ImportRunner,
+  runner: JobQueue,
   emailsStored: (emails: readonly string[]) => Promise<Set<string>>,
   { maxBytes, clock }: Pick<ImportJobsOptions, 'maxBytes' | 'clock'>,
 ): ImportJobs {
