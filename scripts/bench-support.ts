@@ -4,6 +4,9 @@ import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { openSqliteEngine, type SqliteEngine } from '../src/db/engine.ts';
+import { PostgresEngine } from '../src/db/pg-engine.ts';
+import { migratePostgres } from '../src/db/postgres/migrate.ts';
+import { createPgUserRepository } from '../src/db/postgres/users.ts';
 import { createUserRepository, type User } from '../src/db/users.ts';
 import type { Role } from '../src/domain/auth-user.ts';
 import { customerFields } from '../src/customers/index.ts';
@@ -126,18 +129,23 @@ export interface BenchAccount {
 }
 
 /** Returns the user with `account`'s email, added first when the database has none (a rerun finds the one before). */
-export async function ensureUser(engine: SqliteEngine, account: BenchAccount): Promise<User> {
-  const users = createUserRepository(engine);
+export async function ensureUser(engine: SqliteEngine | PostgresEngine, account: BenchAccount): Promise<User> {
+  const users = engine.kind === 'sqlite' ? createUserRepository(engine) : createPgUserRepository(engine);
   const found = await users.findCredentials(account.email);
   if (found) return found.user;
   const { password, ...user } = account;
   return users.insertUser({ ...user, passwordHash: await hashPassword(password) }, new Date());
 }
 
-/** `ensureUser` on the database at `path`, opened for it and closed again before a service opens it. */
+/**
+ * `ensureUser` on the database at `path` (a SQLite file, or a postgres:// URL, its schema created first), opened for
+ * it and closed again before a service opens it.
+ */
 export async function ensureUserAt(path: string, account: BenchAccount): Promise<void> {
-  const engine = openSqliteEngine(path);
+  const postgresUrl = /^postgres(ql)?:\/\//.test(path);
+  const engine = postgresUrl ? new PostgresEngine(path, { max: 1 }) : openSqliteEngine(path);
   try {
+    if (engine.kind === 'postgres') await migratePostgres(engine);
     await ensureUser(engine, account);
   } finally {
     await engine.close();
