@@ -25,6 +25,12 @@ if (values.help) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(0);
 }
+if (process.env.DATABASE_URL?.trim()) {
+  fail(
+    'DATABASE_URL is set: a PostgreSQL database is backed up with its own tools (pg_dump, base backups, your provider\'s snapshots), not with npm run backup. See the README, "Backups on PostgreSQL".',
+    1,
+  );
+}
 if (!values.out?.trim()) fail(`--out FILE is required: where to write the backup.\n${USAGE}`, 2);
 
 const database = values.database ?? process.env.DATABASE_PATH?.trim() ?? './data/campaigns.db';

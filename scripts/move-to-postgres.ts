@@ -5,14 +5,12 @@
 // change log gets one 'reload' row. Large tables' secondary indexes are built once after their rows are in (one sort
 // beats a million index updates), and the customers triggers are off meanwhile: the aggregate tables are copied as
 // SQLite kept them. Exit status: 0 moved, 1 refused or failed (nothing changed), 2 wrong arguments.
+import { BULK_LOAD_KEY, RECOMPUTE_AGGREGATES_SQL, CHANGES_CHANNEL } from '../src/customers/index.ts';
 import Database from 'better-sqlite3';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BULK_LOAD_KEY } from '../src/customers/bulk/bulk-load.ts';
-import { RECOMPUTE_AGGREGATES_SQL } from '../src/customers/bulk/recovery.ts';
-import { CHANGES_CHANNEL } from '../src/customers/postgres/change-feed.ts';
 import { SCHEMA_VERSION, type Db } from '../src/db/database.ts';
 import { PostgresEngine, type PgSql } from '../src/db/pg-engine.ts';
 import { lockSchema, migratePostgres } from '../src/db/postgres/migrate.ts';

@@ -4,14 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from './config.ts';
-import type { SqliteEngine } from './db/engine.ts';
-import { createCampaignRepository } from './db/campaigns.ts';
-import { createChatRepository } from './db/chat.ts';
-import { createIdempotencyKeyRepository } from './db/idempotency-keys.ts';
-import { openCustomers, openImportJobs } from './customers/index.ts';
-import { createRefreshTokenRepository } from './db/refresh-tokens.ts';
-import { createSegmentRepository } from './db/segments.ts';
-import { createUserRepository } from './db/users.ts';
+import { openStorage, type ServiceEngine } from './storage.ts';
 import { createAccessTokens } from './domain/access-tokens.ts';
 import type { AuthUser, Role } from './domain/auth-user.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
@@ -48,11 +41,12 @@ import { segmentOperations } from './routes/segments.ts';
 import { systemOperations } from './routes/system.ts';
 import { userOperations } from './routes/users.ts';
 import { webhookOperations } from './routes/webhooks.ts';
-import { openWebhooks } from './webhooks/index.ts';
 
 export interface AppDeps {
-  engine: SqliteEngine;
+  engine: ServiceEngine;
   config: Config;
+  /** The key access tokens are signed with: config.tokenSecret unless given (on PostgreSQL, the one kept in the database). */
+  tokenSecret?: Buffer;
   clock?: Clock;
   fetch?: typeof globalThis.fetch;
   /** Waits of the model layer (retry backoff, local streaming pace). */
@@ -73,15 +67,36 @@ const CONSOLE_DIR = fileURLToPath(new URL('./console/', import.meta.url));
 /** Paths that belong to the API: the console never answers them, even for a file of the same name. */
 const API_PREFIXES = ['/v1', '/health'];
 
-/** Where CSV uploads wait for their import job: beside the database file (a temporary folder for an in-memory one). */
-function importFolder(databasePath: string): string {
-  return databasePath === ':memory:' ? join(tmpdir(), `campaigns-imports-${randomUUID()}`) : `${databasePath}.imports`;
+/**
+ * Where CSV uploads wait for their import job: beside the SQLite file, or in a folder of the system's temporary files
+ * for an in-memory database and on PostgreSQL (one instance runs a job from the upload it received).
+ */
+function importFolder(config: Config): string {
+  const { databasePath, databaseUrl } = config;
+  return databaseUrl !== undefined || databasePath === ':memory:' ? join(tmpdir(), `campaigns-imports-${randomUUID()}`) : `${databasePath}.imports`;
 }
 
 /** Returns the request listener and the route table of the service. */
-export function createApp({ engine, config, clock = systemClock, fetch, sleep, random, logger = createLogger(config.logLevel), passwordCost = PRODUCTION_PASSWORD_COST }: AppDeps) {
-  const users = createUserRepository(engine);
-  const accessTokens = createAccessTokens(config.tokenSecret, config.accessTokenTtlSeconds);
+export function createApp({ engine, config, tokenSecret = config.tokenSecret, clock = systemClock, fetch, sleep, random, logger = createLogger(config.logLevel), passwordCost = PRODUCTION_PASSWORD_COST }: AppDeps) {
+  if (!tokenSecret) throw new Error('createApp needs the token secret: TOKEN_SECRET, or on PostgreSQL the one tokenSecretOf reads.');
+  /** The origin links in webhook events point at: PUBLIC_URL, else the address the service listens at (see `listeningAt`). */
+  let publicUrl = config.publicUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
+  const storage = openStorage(engine, {
+    clock,
+    logger,
+    webhooks: {
+      clock,
+      fetch: fetch ?? globalThis.fetch,
+      logger,
+      retryScheduleMs: config.webhooks.retryScheduleMs,
+      timeoutMs: config.webhooks.timeoutMs,
+      publicUrl: () => publicUrl,
+    },
+    imports: { folder: importFolder(config), maxBytes: config.importMaxBytes, cacheMiB: config.cacheMiB.imports },
+  });
+  const { users, segments: segmentRepository, campaigns: campaignRepository, chats: chatRepository, webhooks } = storage;
+  const { customers: customerRepository, audience, customerChanges, customerExport } = storage;
+  const accessTokens = createAccessTokens(tokenSecret, config.accessTokenTtlSeconds);
   const signInFailures = new SlidingWindowLimiter({ limit: config.signInMaxFailures, windowMs: config.signInWindowSeconds * 1000 });
 
   const signInAttempts = failuresPerKey(
@@ -90,38 +105,17 @@ export function createApp({ engine, config, clock = systemClock, fetch, sleep, r
     clock,
     'Too many failed sign-ins',
   );
-  const auth = authOperations({ users, refreshTokens: createRefreshTokenRepository(engine), accessTokens, config, clock, passwordCost });
+  const auth = authOperations({ users, refreshTokens: storage.refreshTokens, accessTokens, config, clock, passwordCost });
   const people = userOperations({ users, clock, passwordCost });
-  const { store: customerRepository, imports: customerImports, audience, feed: customerChanges, export: customerExport } = openCustomers(engine, { warm: true, importCacheMiB: config.cacheMiB.imports });
-  /** The origin links in webhook events point at: PUBLIC_URL, else the address the service listens at (see `listeningAt`). */
-  let publicUrl = config.publicUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
-  const webhooks = openWebhooks(engine, {
-    clock,
-    fetch: fetch ?? globalThis.fetch,
-    logger,
-    retryScheduleMs: config.webhooks.retryScheduleMs,
-    timeoutMs: config.webhooks.timeoutMs,
-    publicUrl: () => publicUrl,
-  });
-  const importJobs = openImportJobs(customerImports, customerRepository, {
-    folder: importFolder(config.databasePath),
-    maxBytes: config.importMaxBytes,
-    clock,
-    onEnd: ({ id, status, rowsRead, imported, skipped }) => logger.info('import job ended', { jobId: id, status, rowsRead, imported, skipped }),
-    onFinish: webhooks.outbox.importFinished, // customers.import_completed, in the transaction that ends the job
-  });
   const customers = customerOperations({ customers: customerRepository, clock });
-  const imports = importJobOperations({ jobs: importJobs });
-  const segmentRepository = createSegmentRepository(engine);
+  const imports = importJobOperations({ jobs: storage.importJobs });
   const model = createLanguageModel(config.llm, { logger, fetch, sleep, random, now: clock });
   const segments = segmentOperations({ segments: segmentRepository, audience, customers: customerRepository, model, clock });
-  const campaignRepository = createCampaignRepository(engine, { onMove: webhooks.outbox.campaignMoved }); // webhook events, in the move's transaction
   const campaigns = campaignOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
   const versions = campaignVersionOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
   const csvExports = exportOperations({ campaigns: campaignRepository, segments: segmentRepository, customers: customerExport, clock });
   /** One budget per user for everything that calls the model: campaign generation and chat messages. */
   const modelCalls = callsPerUser(new SlidingWindowLimiter({ limit: config.modelCallsPerMinute, windowMs: 60_000 }), clock);
-  const chatRepository = createChatRepository(engine);
   /** The route table's operations run as a user: the assistant's read tools and confirmed proposals. */
   const run = operationRunner(() => routes);
   const conversation = createConversation({
@@ -137,7 +131,7 @@ export function createApp({ engine, config, clock = systemClock, fetch, sleep, r
   const chat = chatOperations({ chats: chatRepository, conversation, model, clock, logger, heartbeatMs: config.chat.heartbeatMs, run });
   /** Reply streams open at once, per user and in all. */
   const openStreams = concurrentPerUser({ slots: new InMemorySlotPool(config.chat.streamsPerUser, config.chat.streamsTotal), what: 'Too many reply streams open' });
-  const idempotent = idempotentRequests(createIdempotencyKeyRepository(engine, randomUUID()), new LocalInFlightRequests(), clock);
+  const idempotent = idempotentRequests(storage.idempotencyKeys, new LocalInFlightRequests(), clock);
   const system = systemOperations({ engine, routes: () => routes, currency: config.currency });
   const hooks = webhookOperations({ webhooks, clock });
 
@@ -236,13 +230,15 @@ export function createApp({ engine, config, clock = systemClock, fetch, sleep, r
   return {
     listener: createListener(handle, logger, stopping.signal),
     routes,
+    /** The users, for the first admin made at start-up. */
+    users,
     /** Aborts every request still running (model calls, streams) and webhook attempts under way: the service is stopping. */
     abortRequests: () => {
       stopping.abort(new Error('The service is stopping.'));
       webhooks.abort();
     },
-    /** Starts no more webhook attempts; resolves once those under way have ended. Call it before closing the database. */
-    stopDeliveries: () => webhooks.stop(),
+    /** Starts no more webhook attempts nor import jobs (PostgreSQL) and stops listening; resolves once what was under way has ended. Call it before closing the database. */
+    stopBackground: () => storage.stop(),
     /** Tells the app the URL it is reached at once it listens: links in webhook events use it unless PUBLIC_URL is set. */
     listeningAt: (url: string) => {
       if (config.publicUrl === undefined) publicUrl = url;

@@ -34,9 +34,15 @@ export interface LlmSettings {
 export interface Config {
   port: number;
   host: string;
+  /** The SQLite file (DATABASE_PATH); unused when `databaseUrl` is set. */
   databasePath: string;
-  /** HMAC key for access tokens, at least 32 bytes. */
-  tokenSecret: Buffer;
+  /** DATABASE_URL: the PostgreSQL database everything is stored in instead of the SQLite file, when set. */
+  databaseUrl: string | undefined;
+  /**
+   * HMAC key for access tokens, at least 32 bytes: TOKEN_SECRET, else (SQLite) the one kept beside the database file;
+   * undefined on PostgreSQL without TOKEN_SECRET, where it is kept in the database (db/postgres/migrate.ts `tokenSecretOf`).
+   */
+  tokenSecret: Buffer | undefined;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
   llm: LlmSettings;
@@ -126,6 +132,10 @@ export function loadConfig(env: Env): Config {
     return raw?.replace(/\/+$/, '');
   };
 
+  const databaseUrl = postgresUrl(text('DATABASE_URL'));
+  if (databaseUrl !== undefined && text('DATABASE_PATH') !== undefined) {
+    throw new ConfigError('DATABASE_URL', 'set either DATABASE_URL (PostgreSQL) or DATABASE_PATH (SQLite), not both');
+  }
   const databasePath = text('DATABASE_PATH') ?? './data/campaigns.db';
   const baseUrl = url('LLM_BASE_URL');
   const provider = oneOf<LlmProvider>('LLM_PROVIDER', ['openai', 'anthropic', 'local'], baseUrl ? 'openai' : 'local');
@@ -142,13 +152,17 @@ export function loadConfig(env: Env): Config {
   // node:http refuses a headers limit longer than the request limit; say so by name rather than with its stack.
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
   const backupDir = text('BACKUP_DIR');
+  if (backupDir !== undefined && databaseUrl !== undefined) {
+    throw new ConfigError('BACKUP_DIR', "PostgreSQL is backed up with its own tools (pg_dump, base backups): see the README's section \"Backups on PostgreSQL\"; unset BACKUP_DIR");
+  }
   if (backupDir !== undefined && databasePath === ':memory:') throw new ConfigError('BACKUP_DIR', 'an in-memory database (DATABASE_PATH=:memory:) cannot be backed up');
 
   return {
     port: integer('PORT', 3000, 0, 65535),
     host: text('HOST') ?? '127.0.0.1',
     databasePath,
-    tokenSecret: tokenSecret(text('TOKEN_SECRET'), databasePath),
+    databaseUrl,
+    tokenSecret: databaseUrl === undefined ? tokenSecret(text('TOKEN_SECRET'), databasePath) : configuredSecret(text('TOKEN_SECRET')),
     accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL', 900, 1, 86_400),
     refreshTokenTtlSeconds: integer('REFRESH_TOKEN_TTL', 604_800, 60, 31_536_000),
     llm: {
@@ -194,6 +208,18 @@ export function loadConfig(env: Env): Config {
   };
 }
 
+/**
+ * Returns DATABASE_URL as given; throws `ConfigError` unless it is a postgres:// or postgresql:// URL. libpq's syntax
+ * (several hosts `h1:5432,h2:5432`, `sslmode`, `target_session_attrs`) is left to the client to read.
+ */
+function postgresUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^postgres(?:ql)?:\/\/\S*$/.test(raw)) {
+    throw new ConfigError('DATABASE_URL', `expected a postgres:// or postgresql:// URL such as postgres://campaigns@db.example.com/campaigns, got "${raw.replace(/\/\/[^/@]*@/, '//')}"`);
+  }
+  return raw;
+}
+
 /** Returns CURRENCY upper-cased (`eur` is EUR); throws `ConfigError` unless it is three letters. */
 function currency(raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
@@ -233,13 +259,18 @@ function retrySchedule(raw: string | undefined): number[] {
   return parts.map(Number);
 }
 
+/** The secret of `TOKEN_SECRET`, checked; undefined when it is not set. */
+function configuredSecret(configured: string | undefined): Buffer | undefined {
+  if (configured === undefined) return undefined;
+  const secret = Buffer.from(configured, 'utf8');
+  if (secret.length < 32) throw new ConfigError('TOKEN_SECRET', 'must be at least 32 bytes long');
+  return secret;
+}
+
 /** The secret from `TOKEN_SECRET`, else the one kept beside the database, created on first start. */
 function tokenSecret(configured: string | undefined, databasePath: string): Buffer {
-  if (configured !== undefined) {
-    const secret = Buffer.from(configured, 'utf8');
-    if (secret.length < 32) throw new ConfigError('TOKEN_SECRET', 'must be at least 32 bytes long');
-    return secret;
-  }
+  const given = configuredSecret(configured);
+  if (given) return given;
   if (databasePath === ':memory:') return randomBytes(32);
   const file = `${databasePath}.secret`;
   if (existsSync(file)) {

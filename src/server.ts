@@ -4,18 +4,14 @@ import type { AddressInfo, Socket } from 'node:net';
 import { createApp } from './app.ts';
 import { startBackupSchedule } from './backup/index.ts';
 import { ConfigError, type Config } from './config.ts';
-import { repairInterruptedBulkLoad } from './customers/index.ts';
-import type { Db } from './db/database.ts';
-import { openSqliteEngine, type SqliteEngine } from './db/engine.ts';
-import { createUserRepository } from './db/users.ts';
+import { openServiceEngine, type ServiceEngine } from './storage.ts';
 import { systemClock } from './domain/clock.ts';
 import { prepareFirstAdmin } from './first-admin.ts';
 import { createLogger } from './http/logger.ts';
 
 export interface RunningService {
   server: Server;
-  db: Db;
-  engine: SqliteEngine;
+  engine: ServiceEngine;
   url: string;
   /** Stops accepting connections, lets requests in flight finish for up to `graceMs`, then closes the database. */
   stop(graceMs?: number): Promise<void>;
@@ -71,21 +67,19 @@ function listen(server: Server, config: Config, onListening: () => Promise<void>
  */
 export async function startService(config: Config): Promise<RunningService> {
   const logger = createLogger(config.logLevel);
-  const engine = openSqliteEngine(config.databasePath, { cacheMiB: config.cacheMiB.service });
-  const { db } = engine;
-  // A seed killed part-way left rows that the search index and the aggregates do not count yet.
-  repairInterruptedBulkLoad(db);
-  const app = createApp({ engine, config, logger });
+  const { engine, tokenSecret } = await openServiceEngine(config, (error) => logger.error('database error', { error: String(error) }));
+  const app = createApp({ engine, config, tokenSecret, logger });
   const server = createServer(serverTimeouts(config), app.listener);
   closeIdleOnlyAfterReading(server);
   try {
-    const firstAdmin = await prepareFirstAdmin(createUserRepository(engine), config.admin);
+    const firstAdmin = await prepareFirstAdmin(app.users, config.admin);
     await listen(server, config, async () => {
       const announcement = await firstAdmin?.create(systemClock());
       if (announcement) process.stderr.write(announcement);
     });
   } catch (error) {
     server.close();
+    await app.stopBackground();
     await engine.close();
     throw error;
   }
@@ -95,7 +89,8 @@ export async function startService(config: Config): Promise<RunningService> {
   const { provider, model, baseUrl } = config.llm;
   logger.info('listening', {
     url,
-    database: config.databasePath,
+    // A URL is shown without its password.
+    database: config.databaseUrl?.replace(/\/\/([^/@:]*):[^/@]*@/, '//$1@') ?? config.databasePath,
     llmProvider: provider,
     llmModel: provider === 'local' ? 'local' : model,
     // Never the key; and a base URL carrying credentials is shown without them.
@@ -107,7 +102,7 @@ export async function startService(config: Config): Promise<RunningService> {
 
   const stop = async (graceMs = 10_000) => {
     const backupsStopped = backups?.stop(); // a backup under way is abandoned while requests finish
-    const deliveriesStopped = app.stopDeliveries(); // webhook attempts under way finish within the grace too
+    const deliveriesStopped = app.stopBackground(); // webhook attempts under way finish within the grace too
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const timer = setTimeout(() => {
@@ -120,5 +115,5 @@ export async function startService(config: Config): Promise<RunningService> {
     await engine.close();
     logger.info('stopped');
   };
-  return { server, db, engine, url, stop };
+  return { server, engine, url, stop };
 }

@@ -6,15 +6,14 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { assertProblem, startService } from './helpers.ts';
 import { tempDir } from './support/temp-dir.ts';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { ConfigError, loadConfig, type Config } from '../src/config.ts';
 
 const SECRET = 's'.repeat(32);
 
 
-function assertConfigError(env: Record<string, string>, variable: string): void {
-  const dir = tempDir();
+function assertConfigError(env: Record<string, string>, variable: string, base: Record<string, string> = { DATABASE_PATH: join(tempDir(), 'config.db') }): void {
   assert.throws(
-    () => loadConfig({ DATABASE_PATH: join(dir, 'config.db'), TOKEN_SECRET: SECRET, ...env }),
+    () => loadConfig({ ...base, TOKEN_SECRET: SECRET, ...env }),
     (error: unknown) => {
       assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
       assert.match(error.message, new RegExp(`^${variable}\\b`), error.message);
@@ -34,7 +33,20 @@ test('config: an unknown LOG_LEVEL is a ConfigError naming LOG_LEVEL', () => {
 
 test('config: a TOKEN_SECRET shorter than 32 bytes is a ConfigError naming TOKEN_SECRET', () => {
   assertConfigError({ TOKEN_SECRET: 'x'.repeat(31) }, 'TOKEN_SECRET');
-  assert.equal(loadConfig({ DATABASE_PATH: join(tempDir(), 'ok.db'), TOKEN_SECRET: 'x'.repeat(32) }).tokenSecret.length, 32);
+  assert.equal(loadConfig({ DATABASE_PATH: join(tempDir(), 'ok.db'), TOKEN_SECRET: 'x'.repeat(32) }).tokenSecret?.length, 32);
+});
+
+test('config: DATABASE_URL names PostgreSQL; another scheme, or DATABASE_PATH set too, is a ConfigError naming DATABASE_URL', () => {
+  const url = 'postgres://campaigns:pw@db1:5432,db2:5432/campaigns?target_session_attrs=read-write';
+  const config = loadConfig({ DATABASE_URL: url });
+  assert.equal(config.databaseUrl, url, 'libpq syntax (several hosts, parameters) passed on as given');
+  assert.equal(config.tokenSecret, undefined, 'without TOKEN_SECRET the secret is kept in the database');
+  assert.equal(loadConfig({ DATABASE_URL: 'postgresql://db/campaigns', TOKEN_SECRET: SECRET }).tokenSecret?.toString(), SECRET);
+  assertConfigError({ DATABASE_URL: 'mysql://db/campaigns' }, 'DATABASE_URL', {});
+  assertConfigError({ DATABASE_URL: 'db.example.com' }, 'DATABASE_URL', {});
+  assertConfigError({ DATABASE_URL: url, DATABASE_PATH: './data/campaigns.db' }, 'DATABASE_URL', {});
+  assertConfigError({ DATABASE_URL: url, BACKUP_DIR: tempDir() }, 'BACKUP_DIR', {});
+  assert.equal(loadConfig({ DATABASE_PATH: join(tempDir(), 'x.db'), TOKEN_SECRET: SECRET }).databaseUrl, undefined);
 });
 
 test('config: ACCESS_TOKEN_TTL of 0 is a ConfigError naming ACCESS_TOKEN_TTL', () => {
@@ -65,16 +77,16 @@ test('config: without TOKEN_SECRET a secret is created beside the database with 
   const secretFile = `${databasePath}.secret`;
   assert.equal(existsSync(secretFile), false);
 
-  const first = loadConfig({ DATABASE_PATH: databasePath });
+  const first = loadConfig({ DATABASE_PATH: databasePath }) as Config & { tokenSecret: Buffer };
   assert.ok(existsSync(secretFile), 'the secret file was not created');
   assert.equal(statSync(secretFile).mode & 0o777, 0o600);
   assert.ok(first.tokenSecret.length >= 32, `secret of ${first.tokenSecret.length} bytes`);
 
-  const second = loadConfig({ DATABASE_PATH: databasePath });
+  const second = loadConfig({ DATABASE_PATH: databasePath }) as Config & { tokenSecret: Buffer };
   assert.ok(second.tokenSecret.equals(first.tokenSecret), 'a second start uses another secret');
   assert.equal(statSync(secretFile).mode & 0o777, 0o600);
 
-  const elsewhere = loadConfig({ DATABASE_PATH: join(tempDir(), 'other.db') });
+  const elsewhere = loadConfig({ DATABASE_PATH: join(tempDir(), 'other.db') }) as Config & { tokenSecret: Buffer };
   assert.ok(!elsewhere.tokenSecret.equals(first.tokenSecret), 'two databases share a secret');
 });
 

@@ -10,6 +10,8 @@ import { createApp } from '../src/app.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import type { Db } from '../src/db/database.ts';
 import { openSqliteEngine, type SqliteEngine } from '../src/db/engine.ts';
+import { PostgresEngine } from '../src/db/pg-engine.ts';
+import { migratePostgres, tokenSecretOf } from '../src/db/postgres/migrate.ts';
 import { createUserRepository, type User } from '../src/db/users.ts';
 import type { Role } from '../src/domain/auth-user.ts';
 import { hashPassword, PRODUCTION_PASSWORD_COST, type PasswordCost } from '../src/domain/passwords.ts';
@@ -17,6 +19,16 @@ import { createLogger } from '../src/http/logger.ts';
 import type { Route } from '../src/http/operation.ts';
 import { Router } from '../src/http/router.ts';
 import type { Sleep } from '../src/llm/sleep.ts';
+import type { ServiceEngine } from '../src/storage.ts';
+import { createDatabase, dropDatabase } from './support/postgres.ts';
+
+/**
+ * Set when the suite runs on PostgreSQL (`npm run test:pg` sets TEST_DATABASE_URL): every service then gets a fresh
+ * database of its own on that server instead of a SQLite file.
+ */
+export const ON_POSTGRES = process.env.TEST_DATABASE_URL !== undefined;
+/** The `skip` of a test that looks inside SQLite (its file, its connection, its threads): it runs on SQLite only. */
+export const SQLITE_ONLY = ON_POSTGRES ? 'looks inside SQLite' : false;
 
 export const PASSWORD = 'correct horse battery';
 /** A cheap scrypt cost for tests (about 1 ms a hash); production hashes at `PRODUCTION_PASSWORD_COST`. */
@@ -60,10 +72,19 @@ export interface RequestOptions {
 
 export interface TestService {
   url: string;
-  /** The service's connection, for tests that look at or arrange rows directly (`engine.db`). */
+  /** The service's SQLite connection, for tests that look at or arrange rows directly; throws on PostgreSQL. */
   db: Db;
-  /** The engine the service runs on, for tests that call repositories themselves. */
+  /** The SQLite engine the service runs on, for tests that call repositories themselves; throws on PostgreSQL. */
   engine: SqliteEngine;
+  /** The engine the service runs on, whichever it is. */
+  anyEngine: ServiceEngine;
+  /**
+   * Runs one SQL statement on the service's database, whichever the engine, and resolves to its rows: for tests that
+   * arrange or check rows directly. Write it in SQL both engines read, with `?` placeholders (numbered for PostgreSQL).
+   */
+  query<T = Record<string, unknown>>(text: string, ...params: unknown[]): Promise<T[]>;
+  /** Resolves to the first column of the first row `query` returns (undefined for none): a count, an id. */
+  queryValue<T = unknown>(text: string, ...params: unknown[]): Promise<T | undefined>;
   config: Config;
   clock: TestClock;
   logLines: Record<string, unknown>[];
@@ -90,22 +111,35 @@ export interface StartOptions {
   random?: () => number;
   /** An existing database file to open, as after a restart; the caller owns it and removes it. */
   databasePath?: string;
+  /** An existing PostgreSQL database to open (test/support/postgres.ts `createDatabase`); the caller owns it and drops it. */
+  databaseUrl?: string;
   /** The cost of new password hashes: TEST_PASSWORD_COST unless given; 'app default' leaves createApp's own default. */
   passwordCost?: PasswordCost | 'app default';
 }
 
 /** Starts the service on a free port with a fresh database (or `databasePath`); `env` adds configuration variables. */
 export async function startService(options: StartOptions = {}): Promise<TestService> {
-  const dir = options.databasePath === undefined ? mkdtempSync(join(tmpdir(), 'campaigns-test-')) : undefined;
+  const onPostgres = options.databaseUrl !== undefined || (ON_POSTGRES && options.databasePath === undefined);
+  /** A database this service made for itself, dropped when it closes. */
+  const ownDatabase = onPostgres && options.databaseUrl === undefined;
+  const dir = options.databasePath === undefined && !onPostgres ? mkdtempSync(join(tmpdir(), 'campaigns-test-')) : undefined;
   const config = loadConfig({
-    DATABASE_PATH: options.databasePath ?? join(dir!, 'test.db'),
+    ...(onPostgres
+      ? { DATABASE_URL: options.databaseUrl ?? (await createDatabase('http', { withSchema: true })) }
+      : { DATABASE_PATH: options.databasePath ?? join(dir!, 'test.db') }),
     TOKEN_SECRET: 'test-secret-that-is-at-least-32-bytes-long',
     LOG_LEVEL: 'info',
     ...options.env,
   });
   const clock = options.clock ?? new TestClock();
-  const engine = openSqliteEngine(config.databasePath);
-  const { db } = engine;
+  const engine: ServiceEngine = onPostgres ? new PostgresEngine(config.databaseUrl!) : openSqliteEngine(config.databasePath);
+  if (engine.kind === 'postgres') await migratePostgres(engine);
+  // `env: { TOKEN_SECRET: '' }` on PostgreSQL: the secret kept in the database, as a moved deployment has it.
+  const tokenSecret = config.tokenSecret ?? (engine.kind === 'postgres' ? await tokenSecretOf(engine) : undefined);
+  const sqliteOnly = <T>(get: (engine: SqliteEngine) => T) => () => {
+    if (engine.kind !== 'sqlite') throw new Error('This test looks inside SQLite: give it `{ skip: SQLITE_ONLY }`.');
+    return get(engine);
+  };
   const logLines: Record<string, unknown>[] = [];
   const logWaiters = new Set<(line: Record<string, unknown>) => void>();
   const logger = createLogger(
@@ -132,6 +166,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
   const app = createApp({
     engine,
     config,
+    tokenSecret,
     clock: clock.now,
     logger,
     fetch: options.fetch,
@@ -145,7 +180,23 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   app.listeningAt(url);
-  const users = createUserRepository(engine);
+  const users = app.users;
+
+  const query = async <T = Record<string, unknown>>(text: string, ...params: unknown[]): Promise<T[]> => {
+    if (engine.kind === 'sqlite') {
+      const statement = engine.db.prepare(text);
+      if (statement.reader) return statement.all(...params) as T[];
+      statement.run(...params);
+      return [];
+    }
+    let n = 0;
+    const numbered = text.replace(/\?/g, () => `$${++n}`);
+    return (await engine.sql.unsafe(numbered, params as never[])) as unknown as T[];
+  };
+  const queryValue = async <T = unknown>(text: string, ...params: unknown[]): Promise<T | undefined> => {
+    const [row] = await query<Record<string, unknown>>(text, ...params);
+    return row === undefined ? undefined : (Object.values(row)[0] as T);
+  };
 
   const request = async <T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<Reply<T>> => {
     const headers: Record<string, string> = { ...opts.headers };
@@ -182,8 +233,15 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
 
   return {
     url,
-    db,
-    engine,
+    get db() {
+      return sqliteOnly((e) => e.db)();
+    },
+    get engine() {
+      return sqliteOnly((e) => e)();
+    },
+    anyEngine: engine,
+    query,
+    queryValue,
     config,
     clock,
     logLines,
@@ -198,9 +256,11 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await app.stopDeliveries();
+      await app.stopBackground();
       await engine.close();
       if (dir) rmSync(dir, { recursive: true, force: true });
+      // Hundreds of services run in a suite: their databases would fill the disk.
+      if (ownDatabase) await dropDatabase(config.databaseUrl!);
     },
   };
 }

@@ -9,6 +9,12 @@
 //   change-feed.ts  the change source: every committed write, in commit order; what derives state from customers
 //               subscribes to it
 import type { SqliteEngine } from '../db/engine.ts';
+import type { PostgresEngine } from '../db/pg-engine.ts';
+import { PgAudienceSource } from './postgres/audience-source.ts';
+import { PgChangeFeed } from './postgres/change-feed.ts';
+import { createPgCustomerExport } from './postgres/export.ts';
+import { createPgImportJobs, type PgImportJobs, type PgImportJobsOptions } from './postgres/import-jobs.ts';
+import { createPgCustomerRepository } from './postgres/store.ts';
 import { AudienceIndex } from './audience/audience-index.ts';
 import { SqliteAudienceSource } from './audience/sqlite-source.ts';
 import { CustomerChangeFeed, type ChangeSource } from './change-feed.ts';
@@ -18,8 +24,17 @@ import { createCustomerRepository, type CustomerRepository } from './store/repos
 import { createCustomerExport, type CustomerExport } from './store/export.ts';
 import { createCustomerWrites } from './store/writes.ts';
 
-export { bulkInsertCustomers } from './bulk/bulk-load.ts';
-export { repairInterruptedBulkLoad } from './bulk/recovery.ts';
+export { BULK_LOAD_KEY, bulkInsertCustomers } from './bulk/bulk-load.ts';
+export { RECOMPUTE_AGGREGATES_SQL, repairInterruptedBulkLoad } from './bulk/recovery.ts';
+// The parts of the PostgreSQL subsystem its tests and move-to-postgres reach for; the service uses openPgCustomers.
+export { AudienceIndex } from './audience/audience-index.ts';
+export { PgAudienceSource } from './postgres/audience-source.ts';
+export { CHANGES_CHANNEL, PgChangeFeed } from './postgres/change-feed.ts';
+export { createPgCustomerExport } from './postgres/export.ts';
+export { createPgImportJobs, type PgImportJobs } from './postgres/import-jobs.ts';
+export { createPgCustomerRepository } from './postgres/store.ts';
+export type { Upload } from './imports/jobs.ts';
+export { customersCopyText, nextSeedSerial, seedPostgres, type PgSeedResult } from './postgres/seed.ts';
 export { duplicateReason, repeatedReason, rowChecker, toRecord } from './imports/row-check.ts';
 export type { CsvPreview } from './imports/csv-preview.ts';
 export type { ImportedRow } from './imports/imports.ts';
@@ -27,7 +42,6 @@ export type { ImportRunner } from './imports/import-runner.ts';
 export type { OnExisting } from './store/writes.ts';
 export type { ImportJob, SkippedRow } from './imports/job-store.ts';
 export type { ImportJobs } from './imports/jobs.ts';
-export type { AudienceIndex } from './audience/audience-index.ts';
 export type { ChangeSource, CustomerChangeFeed, CustomerChangeListener } from './change-feed.ts';
 export type { CustomerQuery, CustomerRepository, CustomerStatsReads } from './store/repository.ts';
 export type { CustomerChange, CustomerRow, StoredCustomer } from './store/rows.ts';
@@ -68,4 +82,36 @@ export function openCustomers(engine: SqliteEngine, { warm = false, importCacheM
   const store = createCustomerRepository(engine, { writes, feed, imports });
   if (warm) audience.warm();
   return { store, imports, audience, feed, export: createCustomerExport(db) };
+}
+
+/** The customer subsystem on PostgreSQL: the CSV import jobs run on the service's pool; `close()` before the engine. */
+export interface PgCustomers extends Omit<Customers, 'imports'> {
+  jobs: PgImportJobs;
+  /** Stops the import jobs (the running one after its chunk) and the change feed. */
+  close(): Promise<void>;
+}
+
+/**
+ * Returns the customer subsystem on PostgreSQL, its import jobs started: the change feed listens to every instance's
+ * writes (and catches up from the log), the audience index loads in the background once it does. `onError` is told of
+ * failures nobody awaits.
+ */
+export function openPgCustomers(engine: PostgresEngine, jobOptions: PgImportJobsOptions, onError: (error: unknown) => void): PgCustomers {
+  const feed = new PgChangeFeed(engine, { onError });
+  const audience = new AudienceIndex(new PgAudienceSource(engine, feed), feed);
+  // Loading after the feed has started: a load from before would be followed by a second one.
+  feed.start().then(() => audience.warm(), onError);
+  const store = createPgCustomerRepository(engine, feed);
+  const jobs = createPgImportJobs(engine, store, feed, jobOptions);
+  return {
+    store,
+    audience,
+    feed,
+    export: createPgCustomerExport(engine),
+    jobs,
+    async close() {
+      await jobs.close();
+      await feed.close();
+    },
+  };
 }

@@ -1,12 +1,10 @@
 // The customer change feed on PostgreSQL (src/customers/postgres/change-feed.ts) and the audience index fed by it,
 // against the real server `npm run test:pg` starts. Two engines on one database stand for two instances of the
 // service; customers are written with plain SQL, so what the feed sees is what the triggers on customers log.
+import { AudienceIndex, PgAudienceSource, PgChangeFeed } from '../../src/customers/index.ts';
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { AudienceIndex } from '../../src/customers/audience/audience-index.ts';
 import type { CustomerChange } from '../../src/customers/index.ts';
-import { PgAudienceSource } from '../../src/customers/postgres/audience-source.ts';
-import { PgChangeFeed } from '../../src/customers/postgres/change-feed.ts';
 import { compileConditions, type Condition } from '../../src/domain/segments.ts';
 import type { PostgresEngine } from '../../src/db/pg-engine.ts';
 import { changeSourceContract } from '../support/change-source-contract.ts';

@@ -12,18 +12,33 @@ export function serverUrl(): string {
   return url;
 }
 
-/** Creates an empty database named after `prefix` and resolves to its URL. */
-export async function createDatabase(prefix: string): Promise<string> {
+/**
+ * Creates a database named after `prefix` and resolves to its URL: empty, or `withSchema` a copy of the one with the
+ * service's schema that `npm run test:pg` makes once (TEST_TEMPLATE_DATABASE; copying it takes a fifth of the time of
+ * creating the schema).
+ */
+export async function createDatabase(prefix: string, { withSchema = false } = {}): Promise<string> {
   const name = `${prefix}_${randomUUID().replaceAll('-', '')}`;
+  const template = withSchema ? process.env.TEST_TEMPLATE_DATABASE : undefined;
   const server = postgres(serverUrl(), { max: 1, onnotice: () => {} });
   try {
-    await server.unsafe(`CREATE DATABASE ${name}`);
+    await server.unsafe(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   } finally {
     await server.end();
   }
   const url = new URL(serverUrl());
   url.pathname = `/${name}`;
   return url.href;
+}
+
+/** Drops the database at `url` (made by `createDatabase`), whoever is still connected to it. */
+export async function dropDatabase(url: string): Promise<void> {
+  const server = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+  try {
+    await server.unsafe(`DROP DATABASE IF EXISTS ${new URL(url).pathname.slice(1)} WITH (FORCE)`);
+  } finally {
+    await server.end();
+  }
 }
 
 /** A fresh database with the service's schema, and `instances` engines on it (close them after the tests). */

@@ -1,0 +1,169 @@
+// Where the service keeps everything, on either engine: the repositories, the customer subsystem, the CSV import jobs
+// and the webhooks, composed for SQLite (engine.ts) or PostgreSQL (pg-engine.ts). app.ts takes what this returns and
+// never asks which engine it runs on; this is the one file that does.
+import { randomUUID } from 'node:crypto';
+import type { CampaignRepository } from './db/campaigns.ts';
+import { createCampaignRepository } from './db/campaigns.ts';
+import type { ChatRepository } from './db/chat.ts';
+import { createChatRepository } from './db/chat.ts';
+import type { Config } from './config.ts';
+import { openSqliteEngine, type SqliteEngine } from './db/engine.ts';
+import type { IdempotencyKeyRepository } from './db/idempotency-keys.ts';
+import { createIdempotencyKeyRepository } from './db/idempotency-keys.ts';
+import { PostgresEngine } from './db/pg-engine.ts';
+import { migratePostgres, tokenSecretOf } from './db/postgres/migrate.ts';
+import { createPgCampaignRepository } from './db/postgres/campaigns.ts';
+import { createPgChatRepository } from './db/postgres/chat.ts';
+import { createPgIdempotencyKeyRepository } from './db/postgres/idempotency-keys.ts';
+import { createPgRefreshTokenRepository } from './db/postgres/refresh-tokens.ts';
+import { createPgSegmentRepository } from './db/postgres/segments.ts';
+import { createPgUserRepository } from './db/postgres/users.ts';
+import type { RefreshTokenRepository } from './db/refresh-tokens.ts';
+import { createRefreshTokenRepository } from './db/refresh-tokens.ts';
+import type { SegmentRepository } from './db/segments.ts';
+import { createSegmentRepository } from './db/segments.ts';
+import type { UserRepository } from './db/users.ts';
+import { createUserRepository } from './db/users.ts';
+import {
+  openCustomers,
+  openImportJobs,
+  openPgCustomers,
+  repairInterruptedBulkLoad,
+  type AudienceIndex,
+  type ChangeSource,
+  type CustomerExport,
+  type CustomerRepository,
+  type ImportJob,
+  type ImportJobs,
+} from './customers/index.ts';
+import type { Clock } from './domain/clock.ts';
+import type { Logger } from './http/logger.ts';
+import { openPgWebhooks, openWebhooks, type AnyWebhooks, type WebhooksOptions } from './webhooks/index.ts';
+
+/** The engines the service runs on. */
+export type ServiceEngine = SqliteEngine | PostgresEngine;
+
+/**
+ * Opens the database the configuration names, current and ready to serve: DATABASE_URL's PostgreSQL (its schema
+ * created or upgraded, once across instances starting at once) or DATABASE_PATH's SQLite file (a seed killed
+ * part-way repaired). Resolves with the key access tokens are signed with: TOKEN_SECRET, else the one kept beside the
+ * SQLite file or in the PostgreSQL database. `onError` is told of database failures nobody awaits.
+ */
+export async function openServiceEngine(config: Config, onError: (error: unknown) => void): Promise<{ engine: ServiceEngine; tokenSecret: Buffer }> {
+  if (config.databaseUrl === undefined) {
+    const engine = openSqliteEngine(config.databasePath, { cacheMiB: config.cacheMiB.service });
+    // A seed killed part-way left rows that the search index and the aggregates do not count yet.
+    repairInterruptedBulkLoad(engine.db);
+    return { engine, tokenSecret: config.tokenSecret! };
+  }
+  const engine = new PostgresEngine(config.databaseUrl, { onError });
+  try {
+    await migratePostgres(engine);
+    return { engine, tokenSecret: config.tokenSecret ?? (await tokenSecretOf(engine)) };
+  } catch (error) {
+    await engine.close().catch(() => {});
+    throw error;
+  }
+}
+
+/** What the service stores and reads, whatever the engine. */
+export interface Storage {
+  users: UserRepository;
+  refreshTokens: RefreshTokenRepository;
+  /** The idempotency keys, claimed under this process's own owner id. */
+  idempotencyKeys: IdempotencyKeyRepository;
+  segments: SegmentRepository;
+  /** The campaigns, whose moves write their webhook events in the move's transaction. */
+  campaigns: CampaignRepository;
+  chats: ChatRepository;
+  customers: CustomerRepository;
+  /** The in-memory columns every segment count runs on. */
+  audience: AudienceIndex;
+  /** Every committed customer write, in commit order: the customers generation moves with each. */
+  customerChanges: ChangeSource;
+  /** The customers within a segment's bounds, read in id order for a download. */
+  customerExport: CustomerExport;
+  importJobs: ImportJobs;
+  webhooks: AnyWebhooks;
+  /** Starts no more webhook attempts nor import jobs and stops listening; resolves once what was under way has ended. */
+  stop(): Promise<void>;
+}
+
+/** What the storage needs besides the engine. */
+export interface StorageOptions {
+  clock: Clock;
+  logger: Logger;
+  /** The webhooks' settings (their delivery clock, fetch, logger, retries, timeout and public URL). */
+  webhooks: WebhooksOptions;
+  /** CSV import jobs: where uploads wait, the largest accepted, and the SQLite import writer's page cache. */
+  imports: { folder: string; maxBytes: number; cacheMiB: number };
+}
+
+/** Composes the service's storage on `engine`; the webhook dispatcher and the import jobs start here. */
+export function openStorage(engine: ServiceEngine, options: StorageOptions): Storage {
+  return engine.kind === 'sqlite' ? openSqliteStorage(engine, options) : openPgStorage(engine, options);
+}
+
+/** Told when an import job has ended: the log line of every job. */
+function jobEndLogger(logger: Logger) {
+  return ({ id, status, rowsRead, imported, skipped }: ImportJob) => logger.info('import job ended', { jobId: id, status, rowsRead, imported, skipped });
+}
+
+function openSqliteStorage(engine: SqliteEngine, { clock, logger, webhooks: webhookOptions, imports }: StorageOptions): Storage {
+  const customers = openCustomers(engine, { warm: true, importCacheMiB: imports.cacheMiB });
+  const webhooks = openWebhooks(engine, webhookOptions);
+  const importJobs = openImportJobs(customers.imports, customers.store, {
+    folder: imports.folder,
+    maxBytes: imports.maxBytes,
+    clock,
+    onEnd: jobEndLogger(logger),
+    onFinish: webhooks.outbox.importFinished, // customers.import_completed, in the transaction that ends the job
+  });
+  return {
+    users: createUserRepository(engine),
+    refreshTokens: createRefreshTokenRepository(engine),
+    idempotencyKeys: createIdempotencyKeyRepository(engine, randomUUID()),
+    segments: createSegmentRepository(engine),
+    campaigns: createCampaignRepository(engine, { onMove: webhooks.outbox.campaignMoved }), // webhook events, in the move's transaction
+    chats: createChatRepository(engine),
+    customers: customers.store,
+    audience: customers.audience,
+    customerChanges: customers.feed,
+    customerExport: customers.export,
+    importJobs,
+    webhooks,
+    stop: () => webhooks.stop(),
+  };
+}
+
+function openPgStorage(engine: PostgresEngine, { clock, logger, webhooks: webhookOptions, imports }: StorageOptions): Storage {
+  const webhooks = openPgWebhooks(engine, webhookOptions);
+  const customers = openPgCustomers(
+    engine,
+    {
+      folder: imports.folder,
+      maxBytes: imports.maxBytes,
+      clock,
+      onEnd: jobEndLogger(logger),
+      onFinish: webhooks.outbox.importFinished, // customers.import_completed, in the transaction that ends the job
+    },
+    (error) => logger.error('customer change feed failed', { error: String(error) }),
+  );
+  return {
+    users: createPgUserRepository(engine),
+    refreshTokens: createPgRefreshTokenRepository(engine),
+    idempotencyKeys: createPgIdempotencyKeyRepository(engine, randomUUID()),
+    segments: createPgSegmentRepository(engine),
+    campaigns: createPgCampaignRepository(engine, { onMove: webhooks.outbox.campaignMoved }), // webhook events, in the move's transaction
+    chats: createPgChatRepository(engine),
+    customers: customers.store,
+    audience: customers.audience,
+    customerChanges: customers.feed,
+    customerExport: customers.export,
+    importJobs: customers.jobs,
+    webhooks,
+    async stop() {
+      await Promise.all([webhooks.stop(), customers.close()]);
+    },
+  };
+}
