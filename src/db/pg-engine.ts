@@ -3,6 +3,7 @@
 // itself); leaders through session advisory locks on one reserved connection. Unlike SQLite's, the work inside a
 // transaction here is asynchronous: each statement is a round trip.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import net from 'node:net';
 import postgres from 'postgres';
 import type { Engine, Leadership } from './engine.ts';
 
@@ -21,6 +22,22 @@ export interface PostgresEngineOptions {
  * milliseconds, ids and counts, all far below 2^53, and the row mappers the SQLite repositories share expect numbers.
  */
 const BIGINT_AS_NUMBER = { to: 20, from: [20], serialize: (value: number | bigint) => String(value), parse: (text: string) => Number(text) };
+
+/**
+ * The sockets of postgres.js's connections, with Nagle's algorithm off: postgres.js connects plain sockets, which
+ * hold a small write (a transaction's COMMIT, a COPY's end) until the server acknowledges the previous one, and the
+ * server delays that acknowledgement: a two-statement transaction took 1.5 ms instead of 0.6, a COPY 50-90 ms
+ * however few its rows. Given `socket`, postgres.js no longer picks the host itself: each new connection here takes
+ * the next host of a multi-host URL, as postgres.js would (it asks again when a host refuses or is not read-write).
+ */
+function socketsWithoutDelay() {
+  let next = 0;
+  return ({ host, port, path }: { host: string[]; port: number[]; path?: string | false }): net.Socket => {
+    if (path) return net.connect({ path });
+    const i = next++ % host.length;
+    return net.connect({ host: host[i], port: port[i] ?? port[0]!, noDelay: true });
+  };
+}
 
 interface OpenTransaction {
   tx: postgres.TransactionSql;
@@ -45,9 +62,11 @@ export class PostgresEngine implements Engine<PgSql> {
   private readonly stopping = new Set<Promise<void>>();
 
   constructor(url: string, { max = 10, onError = () => {} }: PostgresEngineOptions = {}) {
-    // Notices (such as "relation already exists, skipping") are not problems of the service.
-    this.sql = postgres(url, { max, onnotice: () => {}, idle_timeout: 60, connection: { application_name: 'campaigns' }, types: { bigint: BIGINT_AS_NUMBER } });
-    this.lockSession = postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: 'campaigns locks' }, types: { bigint: BIGINT_AS_NUMBER } });
+    // Notices (such as "relation already exists, skipping") are not problems of the service. `socket` is an option
+    // postgres.js reads but does not declare in its types.
+    const socket = { socket: socketsWithoutDelay() } as {};
+    this.sql = postgres(url, { max, ...socket, onnotice: () => {}, idle_timeout: 60, connection: { application_name: 'campaigns' }, types: { bigint: BIGINT_AS_NUMBER } });
+    this.lockSession = postgres(url, { max: 1, ...socket, onnotice: () => {}, connection: { application_name: 'campaigns locks' }, types: { bigint: BIGINT_AS_NUMBER } });
     this.onError = onError;
     this.leaders = new AdvisoryLeadership(this.lockSession);
   }
