@@ -2,8 +2,7 @@
 import { parseArgs } from 'node:util';
 import * as v from 'valibot';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { openSqliteEngine } from '../src/db/engine.ts';
-import { createUserRepository } from '../src/db/users.ts';
+import { openServiceEngine, usersOn } from '../src/storage.ts';
 import { AppError } from '../src/domain/errors.ts';
 import { hashPassword } from '../src/domain/passwords.ts';
 import { Email, TrimmedText } from '../src/schemas/common.ts';
@@ -16,7 +15,7 @@ const USAGE = `Usage: npm run user -- <command> [options]
   set-password --email E [--password P]                      set a new password
   deactivate   --email E                                     deactivate and revoke the user's sessions
 Without --password the password is read from the terminal, or from the first line of standard input.
-Roles: marketing_lead, lifecycle_marketer, admin. The database is DATABASE_PATH (default ./data/campaigns.db).`;
+Roles: marketing_lead, lifecycle_marketer, admin. The database is DATABASE_URL (PostgreSQL) when set, else DATABASE_PATH (default ./data/campaigns.db).`;
 
 class UsageError extends Error {}
 
@@ -66,8 +65,9 @@ async function main(): Promise<void> {
     return;
   }
   const config = loadConfig(process.env);
-  const engine = openSqliteEngine(config.databasePath);
-  const users = createUserRepository(engine);
+  // The service's own opening: on PostgreSQL the schema is made or upgraded first, as a starting instance would.
+  const { engine } = await openServiceEngine(config, () => {});
+  const users = usersOn(engine);
   const now = new Date();
   const existing = async () => {
     const email = check('email', Email, values.email);

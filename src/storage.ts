@@ -99,6 +99,11 @@ export interface StorageOptions {
   imports: { folder: string; maxBytes: number; cacheMiB: number };
 }
 
+/** Returns the users on `engine`: what `npm run user` needs without the rest of the storage. */
+export function usersOn(engine: ServiceEngine): UserRepository {
+  return engine.kind === 'sqlite' ? createUserRepository(engine) : createPgUserRepository(engine);
+}
+
 /** Composes the service's storage on `engine`; the webhook dispatcher and the import jobs start here. */
 export function openStorage(engine: ServiceEngine, options: StorageOptions): Storage {
   return engine.kind === 'sqlite' ? openSqliteStorage(engine, options) : openPgStorage(engine, options);
@@ -120,7 +125,7 @@ function openSqliteStorage(engine: SqliteEngine, { clock, logger, webhooks: webh
     onFinish: webhooks.outbox.importFinished, // customers.import_completed, in the transaction that ends the job
   });
   return {
-    users: createUserRepository(engine),
+    users: usersOn(engine),
     refreshTokens: createRefreshTokenRepository(engine),
     idempotencyKeys: createIdempotencyKeyRepository(engine, randomUUID()),
     segments: createSegmentRepository(engine),
@@ -150,7 +155,7 @@ function openPgStorage(engine: PostgresEngine, { clock, logger, webhooks: webhoo
     (error) => logger.error('customer change feed failed', { error: String(error) }),
   );
   return {
-    users: createPgUserRepository(engine),
+    users: usersOn(engine),
     refreshTokens: createPgRefreshTokenRepository(engine),
     idempotencyKeys: createPgIdempotencyKeyRepository(engine, randomUUID()),
     segments: createPgSegmentRepository(engine),
