@@ -173,9 +173,13 @@ export class AudienceIndex {
   }
 
   private ensureLoading(): void {
-    this.loading ??= this.load().finally(() => {
+    if (this.loading) return;
+    this.loading = this.load().finally(() => {
       this.loading = undefined;
     });
+    // A load nobody awaits (`warm`, or one the database closed under) fails quietly: the next count loads again and
+    // gets the error.
+    this.loading.catch(() => {});
   }
 
   /** Loads the columns, then applies the writes committed meanwhile; after a failure the next count retries. */
