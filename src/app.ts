@@ -81,6 +81,7 @@ export function createApp({ engine, config, tokenSecret = config.tokenSecret, cl
   if (!tokenSecret) throw new Error('createApp needs the token secret: TOKEN_SECRET, or on PostgreSQL the one tokenSecretOf reads.');
   /** The origin links in webhook events point at: PUBLIC_URL, else the address the service listens at (see `listeningAt`). */
   let publicUrl = config.publicUrl ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
+  const uploads = importFolder(config);
   const storage = openStorage(engine, {
     clock,
     logger,
@@ -92,7 +93,7 @@ export function createApp({ engine, config, tokenSecret = config.tokenSecret, cl
       timeoutMs: config.webhooks.timeoutMs,
       publicUrl: () => publicUrl,
     },
-    imports: { folder: importFolder(config), maxBytes: config.importMaxBytes, cacheMiB: config.cacheMiB.imports },
+    imports: { folder: uploads, maxBytes: config.importMaxBytes, cacheMiB: config.cacheMiB.imports },
   });
   const { users, segments: segmentRepository, campaigns: campaignRepository, chats: chatRepository, webhooks } = storage;
   const { customers: customerRepository, audience, customerChanges, customerExport } = storage;
@@ -232,6 +233,8 @@ export function createApp({ engine, config, tokenSecret = config.tokenSecret, cl
     routes,
     /** The users, for the first admin made at start-up. */
     users,
+    /** Where CSV uploads wait for their import job. */
+    uploads,
     /** Aborts every request still running (model calls, streams) and webhook attempts under way: the service is stopping. */
     abortRequests: () => {
       stopping.abort(new Error('The service is stopping.'));

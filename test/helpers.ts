@@ -78,6 +78,8 @@ export interface TestService {
   engine: SqliteEngine;
   /** The engine the service runs on, whichever it is. */
   anyEngine: ServiceEngine;
+  /** The folder where CSV uploads wait for their import job. */
+  uploads: string;
   /**
    * Runs one SQL statement on the service's database, whichever the engine, and resolves to its rows: for tests that
    * arrange or check rows directly. Write it in SQL both engines read, with `?` placeholders (numbered for PostgreSQL).
@@ -240,6 +242,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
       return sqliteOnly((e) => e)();
     },
     anyEngine: engine,
+    uploads: app.uploads,
     query,
     queryValue,
     config,

@@ -221,7 +221,7 @@ describe('a CSV job whose file cannot be read', () => {
       const second = await post(csv('gone', 3));
       assert.deepEqual([first.status, second.status], [202, 202]);
       // Jobs run in arrival order: while the first runs, the second's file goes before its turn comes.
-      rmSync(join(`${other.config.databasePath}.imports`, `${second.body.id}.csv`));
+      rmSync(join(other.uploads, `${second.body.id}.csv`));
       assert.equal((await other.request('GET', `/v1/customers/imports/${first.body.id}`, { token: lead })).body.status, 'running', 'the first job ended too soon for this test');
       await other.waitForLog((line) => line.msg === 'import job ended' && line.jobId === second.body.id);
       const gone = (await other.request('GET', `/v1/customers/imports/${second.body.id}`, { token: lead })).body;
