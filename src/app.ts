@@ -1,5 +1,5 @@
 // The service: its middleware order and its route table, with the role each route needs.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -68,12 +68,14 @@ const CONSOLE_DIR = fileURLToPath(new URL('./console/', import.meta.url));
 const API_PREFIXES = ['/v1', '/health'];
 
 /**
- * Where CSV uploads wait for their import job: beside the SQLite file, or in a folder of the system's temporary files
- * for an in-memory database and on PostgreSQL (one instance runs a job from the upload it received).
+ * Where CSV uploads wait for their import job: beside the SQLite file; on PostgreSQL in a folder of the system's
+ * temporary files named after the database (the same at every start, which empties it, so the upload of a job a
+ * killed process left is removed too); for an in-memory database a folder of its own.
  */
 function importFolder(config: Config): string {
   const { databasePath, databaseUrl } = config;
-  return databaseUrl !== undefined || databasePath === ':memory:' ? join(tmpdir(), `campaigns-imports-${randomUUID()}`) : `${databasePath}.imports`;
+  if (databaseUrl !== undefined) return join(tmpdir(), `campaigns-imports-${createHash('sha256').update(databaseUrl).digest('hex').slice(0, 16)}`);
+  return databasePath === ':memory:' ? join(tmpdir(), `campaigns-imports-${randomUUID()}`) : `${databasePath}.imports`;
 }
 
 /** Returns the request listener and the route table of the service. */
@@ -235,6 +237,8 @@ export function createApp({ engine, config, tokenSecret = config.tokenSecret, cl
     users,
     /** Where CSV uploads wait for their import job. */
     uploads,
+    /** Settles once the storage is ready to serve: await it before listening. */
+    ready: storage.ready,
     /** Aborts every request still running (model calls, streams) and webhook attempts under way: the service is stopping. */
     abortRequests: () => {
       stopping.abort(new Error('The service is stopping.'));

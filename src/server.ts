@@ -73,6 +73,7 @@ export async function startService(config: Config): Promise<RunningService> {
   closeIdleOnlyAfterReading(server);
   try {
     const firstAdmin = await prepareFirstAdmin(app.users, config.admin);
+    await app.ready;
     await listen(server, config, async () => {
       const announcement = await firstAdmin?.create(systemClock());
       if (announcement) process.stderr.write(announcement);

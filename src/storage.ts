@@ -85,6 +85,8 @@ export interface Storage {
   customerExport: CustomerExport;
   importJobs: ImportJobs;
   webhooks: AnyWebhooks;
+  /** Settles once what the storage starts with is done (on PostgreSQL: the change feed listens, stale jobs are marked). */
+  ready: Promise<void>;
   /** Starts no more webhook attempts nor import jobs and stops listening; resolves once what was under way has ended. */
   stop(): Promise<void>;
 }
@@ -137,6 +139,7 @@ function openSqliteStorage(engine: SqliteEngine, { clock, logger, webhooks: webh
     customerExport: customers.export,
     importJobs,
     webhooks,
+    ready: Promise.resolve(),
     stop: () => webhooks.stop(),
   };
 }
@@ -167,6 +170,7 @@ function openPgStorage(engine: PostgresEngine, { clock, logger, webhooks: webhoo
     customerExport: customers.export,
     importJobs: customers.jobs,
     webhooks,
+    ready: customers.ready,
     async stop() {
       await Promise.all([webhooks.stop(), customers.close()]);
     },

@@ -179,6 +179,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
   const routes = new Router<Route>();
   for (const r of app.routes) routes.add(r.method, r.path, r);
   const server: Server = createServer(app.listener);
+  await app.ready;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   app.listeningAt(url);

@@ -87,6 +87,8 @@ export function openCustomers(engine: SqliteEngine, { warm = false, importCacheM
 /** The customer subsystem on PostgreSQL: the CSV import jobs run on the service's pool; `close()` before the engine. */
 export interface PgCustomers extends Omit<Customers, 'imports'> {
   jobs: PgImportJobs;
+  /** Settles once the change feed listens and the jobs a stopped process left running are marked interrupted. */
+  ready: Promise<void>;
   /** Stops the import jobs (the running one after its chunk) and the change feed. */
   close(): Promise<void>;
 }
@@ -100,15 +102,19 @@ export function openPgCustomers(engine: PostgresEngine, jobOptions: PgImportJobs
   const feed = new PgChangeFeed(engine, { onError });
   const audience = new AudienceIndex(new PgAudienceSource(engine, feed), feed);
   // Loading after the feed has started: a load from before would be followed by a second one.
-  feed.start().then(() => audience.warm(), onError);
+  const started = feed.start();
+  started.then(() => audience.warm(), onError);
   const store = createPgCustomerRepository(engine, feed);
   const jobs = createPgImportJobs(engine, store, feed, jobOptions);
+  const ready = Promise.all([started, jobs.ready]).then(() => {});
+  ready.catch(() => {}); // reported by whoever awaits it (the start of the service), or by onError
   return {
     store,
     audience,
     feed,
     export: createPgCustomerExport(engine),
     jobs,
+    ready,
     async close() {
       await jobs.close();
       await feed.close();

@@ -202,6 +202,8 @@ export class PgChangeFeed implements ChangeSource {
 
   /** Stops listening and pruning; resolves once a catch-up under way has ended. */
   async close(): Promise<void> {
+    // A start under way is let finish first: it listens and reads, and would do so on a closed pool.
+    await this.starting?.catch(() => {});
     this.stopListening?.();
     this.stopListening = undefined;
     clearInterval(this.pruneTimer);

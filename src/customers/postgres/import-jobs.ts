@@ -29,6 +29,8 @@ export interface PgImportJobsOptions extends Omit<ImportJobsOptions, 'onFinish'>
 
 /** The import jobs on PostgreSQL, and how the service stops them. */
 export interface PgImportJobs extends ImportJobs {
+  /** Settles once the jobs a stopped process left `running` are marked `interrupted`: the service listens after. */
+  readonly ready: Promise<void>;
   /**
    * Stops running jobs: the running one stops once its chunk has committed, and it and the jobs waiting are marked
    * `interrupted` (what was committed stays, counted). New uploads are refused meanwhile. Resolves once done.
@@ -103,6 +105,7 @@ export function createPgImportJobs(engine: PostgresEngine, store: CustomerReposi
   };
 
   return {
+    ready,
     ...createImportJobs(queue, (emails) => store.emailsStored(emails), options),
     async close() {
       closing = true;
