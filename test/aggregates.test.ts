@@ -6,6 +6,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { prng } from '../scripts/synthetic-customers.ts';
 import type { Customer, CustomerStatus } from '../src/domain/customers.ts';
 import { assertProblem, startService, type TestService } from './helpers.ts';
+import { naiveByStatus, naiveMonthly } from './support/aggregates.ts';
 import { customerRow, importRows } from './support/customers.ts';
 
 const NOW = '2026-11-20T12:00:00.000Z';
@@ -524,7 +525,6 @@ describe('customer aggregates after random writes equal naive SQL over the custo
     const random = prng(20261120);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
     const int = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
-    const db = service.db;
     const COUNTRIES = ['France', 'france', ' FRANCE ', 'Germany', 'Spain', 'Japan', 'Brazil', 'Kenya'];
     const STATUSES: Status[] = ['active', 'active', 'inactive', 'churned'];
     let uniq = 0;
@@ -555,20 +555,17 @@ describe('customer aggregates after random writes equal naive SQL over the custo
       lastActivityDate: randomDate(),
       status: pick(STATUSES),
     });
-    const storedIds = () => (db.prepare('SELECT id FROM customers ORDER BY id').all() as { id: number }[]).map((r) => String(r.id));
-    const storedEmails = () => (db.prepare('SELECT email FROM customers').all() as { email: string }[]).map((r) => r.email);
-    const count = () => (db.prepare('SELECT count(*) AS n FROM customers').get() as { n: number }).n;
+    const storedIds = async () => (await service.query<{ id: number }>('SELECT id FROM customers ORDER BY id')).map((r) => String(r.id));
+    const storedEmails = async () => (await service.query<{ email: string }>('SELECT email FROM customers')).map((r) => r.email);
+    const count = async () => (await service.queryValue<number>('SELECT count(*) AS n FROM customers'))!;
+    const emailOf = async (id: string) => (await service.queryValue<string>('SELECT email FROM customers WHERE id = ?', Number(id)))!;
     const deletedEmails: string[] = [];
     const replacedEmails: string[] = [];
 
     const checkAll = async (label: string) => {
       const at = service.clock.now();
       // KPIs
-      const byStatus = db.prepare('SELECT status, count(*) AS n, sum(amount_cents) AS cents FROM customers GROUP BY status').all() as {
-        status: Status;
-        n: number;
-        cents: number;
-      }[];
+      const byStatus = await naiveByStatus<Status>(service);
       const counts = { active: 0, inactive: 0, churned: 0 };
       let cents = 0;
       for (const r of byStatus) {
@@ -591,9 +588,7 @@ describe('customer aggregates after random writes equal naive SQL over the custo
       );
 
       // Health
-      const stale = (
-        db.prepare("SELECT count(*) AS n FROM customers WHERE status = 'active' AND last_activity_at < ?").get(at.getTime() - 60 * DAY_MS) as { n: number }
-      ).n;
+      const stale = (await service.queryValue<number>("SELECT count(*) AS n FROM customers WHERE status = 'active' AND last_activity_at < ?", at.getTime() - 60 * DAY_MS))!;
       const health = await service.request('GET', '/v1/customers/health', { token });
       if (n === 0) assert.deepEqual(health.body, EMPTY_HEALTH);
       else {
@@ -616,13 +611,7 @@ describe('customer aggregates after random writes equal naive SQL over the custo
       }
 
       // Trend over 24 months
-      const monthly = db
-        .prepare(
-          `SELECT strftime('%Y-%m', last_activity_at / 1000, 'unixepoch') AS month, count(*) AS n, sum(amount_cents) AS cents,
-                  sum(status = 'churned') AS churned
-           FROM customers GROUP BY month`,
-        )
-        .all() as { month: string; n: number; cents: number; churned: number }[];
+      const monthly = await naiveMonthly(service);
       const months = trailingMonths(at, 24);
       const expectedTrend = months.map((month) => {
         const m = monthly.find((r) => r.month === month);
@@ -634,19 +623,19 @@ describe('customer aggregates after random writes equal naive SQL over the custo
       assert.deepEqual(trend6.body, expectedTrend.slice(-6), `${label}: trend 6`);
 
       // Top 25: the order of (amount, last activity) is exact; each item is its stored customer.
-      const expectedTop = db
-        .prepare(
-          `SELECT id, name, country, status, amount_cents, total_transactions, last_activity_at FROM customers
-           ORDER BY amount_cents DESC, last_activity_at DESC LIMIT 25`,
-        )
-        .all() as { id: number; name: string; country: string; status: Status; amount_cents: number; total_transactions: number; last_activity_at: number }[];
+      const expectedTop = await service.query<{ id: number; name: string; country: string; status: Status; amount_cents: number; total_transactions: number; last_activity_at: number }>(
+        `SELECT id, name, country, status, amount_cents, total_transactions, last_activity_at FROM customers
+         ORDER BY amount_cents DESC, last_activity_at DESC LIMIT 25`,
+      );
       const top = await service.request('GET', '/v1/customers/top?limit=25', { token });
       assert.equal(top.body.totalValue, cents / 100, `${label}: top totalValue`);
       assert.equal(top.body.items.length, expectedTop.length);
-      const rowById = db.prepare('SELECT * FROM customers WHERE id = ?');
       const seen = new Set<string>();
-      top.body.items.forEach((item: { id: string; name: string; country: string; status: Status; totalAmountSpent: number; totalTransactions: number }, i: number) => {
-        const stored = rowById.get(Number(item.id)) as { name: string; country: string; status: Status; amount_cents: number; total_transactions: number; last_activity_at: number };
+      for (const [i, item] of (top.body.items as { id: string; name: string; country: string; status: Status; totalAmountSpent: number; totalTransactions: number }[]).entries()) {
+        const [stored] = await service.query<{ name: string; country: string; status: Status; amount_cents: number; total_transactions: number; last_activity_at: number }>(
+          'SELECT * FROM customers WHERE id = ?',
+          Number(item.id),
+        );
         assert.ok(stored, `${label}: top item ${item.id} exists`);
         assert.deepEqual(item, {
           id: item.id,
@@ -659,7 +648,7 @@ describe('customer aggregates after random writes equal naive SQL over the custo
         const want = expectedTop[i]!;
         assert.deepEqual([stored.amount_cents, stored.last_activity_at], [want.amount_cents, want.last_activity_at], `${label}: top #${i + 1}`);
         seen.add(item.id);
-      });
+      }
       assert.equal(seen.size, top.body.items.length);
 
       // List totals: everyone, by status, by country (any case), and both.
@@ -668,25 +657,27 @@ describe('customer aggregates after random writes equal naive SQL over the custo
       for (const status of ['active', 'inactive', 'churned'] as const) assert.equal(await listTotal(`status=${status}`), counts[status], `${label}: ${status}`);
       for (const country of ['France', 'germany', 'KENYA']) {
         const key = country.toLowerCase();
-        const byCountry = (db.prepare('SELECT count(*) AS n FROM customers WHERE lower(trim(country)) = ?').get(key) as { n: number }).n;
+        const byCountry = await service.queryValue('SELECT count(*) AS n FROM customers WHERE lower(trim(country)) = ?', key);
         assert.equal(await listTotal(`country=${country}`), byCountry, `${label}: country ${country}`);
-        const byBoth = (
-          db.prepare("SELECT count(*) AS n FROM customers WHERE lower(trim(country)) = ? AND status = 'churned'").get(key) as { n: number }
-        ).n;
+        const byBoth = await service.queryValue("SELECT count(*) AS n FROM customers WHERE lower(trim(country)) = ? AND status = 'churned'", key);
         assert.equal(await listTotal(`country=${country}&status=churned`), byBoth, `${label}: country ${country} churned`);
       }
 
       // Search: random terms of 1 to 5 characters give what a naive substring scan gives.
-      const naiveSearch = db.prepare(
-        "SELECT id FROM customers WHERE instr(lower(name), lower(@t)) > 0 OR instr(lower(email), lower(@t)) > 0 ORDER BY id",
-      );
-      const emails = storedEmails();
+      // The terms are cut from emails: no LIKE wildcard (% or _) is in them.
+      const naiveSearch = async (term: string) => {
+        const like = `%${term.toLowerCase()}%`;
+        const rows = await service.query<{ id: number }>('SELECT id FROM customers WHERE lower(name) LIKE ? OR lower(email) LIKE ? ORDER BY id', like, like);
+        return rows.map((r) => String(r.id));
+      };
+      const emails = await storedEmails();
       for (let k = 0; k < 6 && emails.length > 0; k++) {
         const email = pick(emails);
         const length = int(1, 5);
         const start = int(0, email.length - length);
         const term = email.slice(start, start + length).toUpperCase();
-        const want = (naiveSearch.all({ t: term }) as { id: number }[]).map((r) => String(r.id));
+        assert.doesNotMatch(term, /[%_]/);
+        const want = await naiveSearch(term);
         const got = await service.request('GET', `/v1/customers?limit=200&sort=name&search=${encodeURIComponent(term)}`, { token });
         assert.equal(got.body.total, want.length, `${label}: search ${term}`);
         if (want.length <= 200) {
@@ -714,16 +705,16 @@ describe('customer aggregates after random writes equal naive SQL over the custo
     let advanced = 0;
     for (let op = 1; op <= 300; op++) {
       const r = random();
-      const ids = storedIds();
+      const ids = await storedIds();
       if (r < 0.35 || ids.length < 3) {
         const fields = randomRow();
         const duplicate = random() < 0.1 && ids.length > 0;
-        if (duplicate) fields.email = pick(storedEmails()).toUpperCase();
-        const before = count();
+        if (duplicate) fields.email = pick(await storedEmails()).toUpperCase();
+        const before = await count();
         const reply = await service.request('POST', '/v1/customers', { token, body: fields });
         if (duplicate) assertProblem(reply, 409, 'conflict');
         else assert.equal(reply.status, 200, reply.text);
-        assert.equal(count(), before + (duplicate ? 0 : 1));
+        assert.equal(await count(), before + (duplicate ? 0 : 1));
       } else if (r < 0.6) {
         const id = pick(ids);
         const changes: Record<string, unknown> = {};
@@ -733,10 +724,10 @@ describe('customer aggregates after random writes equal naive SQL over the custo
         if (random() < 0.2) changes.country = pick(COUNTRIES);
         if (random() < 0.15) changes.name = `Renamed ${op}`;
         let conflict = false;
-        const oldEmail = (db.prepare('SELECT email FROM customers WHERE id = ?').get(Number(id)) as { email: string }).email;
+        const oldEmail = await emailOf(id);
         if (random() < 0.15) {
           conflict = random() < 0.3;
-          changes.email = conflict ? pick(storedEmails().filter((e) => e !== oldEmail)) : newEmail();
+          changes.email = conflict ? pick((await storedEmails()).filter((e) => e !== oldEmail)) : newEmail();
         }
         const reply = await service.request('PATCH', `/v1/customers/${id}`, { token, body: changes });
         if (conflict) assertProblem(reply, 409, 'conflict');
@@ -746,7 +737,7 @@ describe('customer aggregates after random writes equal naive SQL over the custo
         }
       } else if (r < 0.75) {
         const id = pick(ids);
-        const email = (db.prepare('SELECT email FROM customers WHERE id = ?').get(Number(id)) as { email: string }).email;
+        const email = await emailOf(id);
         const reply = await service.request('DELETE', `/v1/customers/${id}`, { token });
         assert.equal(reply.status, 200, reply.text);
         deletedEmails.push(email);
@@ -759,16 +750,16 @@ describe('customer aggregates after random writes equal naive SQL over the custo
             rows.push({ ...randomRow(), status: 'vip' });
             bad++;
           } else if (x < 0.16 && ids.length > 0) {
-            rows.push({ ...randomRow(), email: pick(storedEmails()) });
+            rows.push({ ...randomRow(), email: pick(await storedEmails()) });
             bad++;
           } else rows.push(randomRow());
         }
-        const before = count();
+        const before = await count();
         const reply = await service.request('POST', '/v1/customers/import', { token, body: { customers: rows } });
         assert.equal(reply.status, 200, reply.text);
         assert.equal(reply.body.skipped, bad, reply.text);
         assert.equal(reply.body.imported, rows.length - bad);
-        assert.equal(count(), before + rows.length - bad);
+        assert.equal(await count(), before + rows.length - bad);
       }
       if (random() < 0.05 && advanced < 20) {
         service.clock.advance(3_600_000); // one hour: moves the stale cut-off across stored instants
@@ -776,7 +767,8 @@ describe('customer aggregates after random writes equal naive SQL over the custo
       }
       if (op % 60 === 0) await checkAll(`after ${op} operations`);
     }
-    assert.ok(count() > 50, `a meaningful base: ${count()}`);
+    const total = await count();
+    assert.ok(total > 50, `a meaningful base: ${total}`);
     assert.ok(deletedEmails.length > 10);
   });
 });

@@ -132,7 +132,7 @@ for (const format of FORMATS) {
       assert.equal(stored[1]!.model, 'test-model');
       assert.equal('actions' in stored[1]!, false);
       assert.equal(turn.actions.length, 0);
-      assert.equal(storedActionCount(service), 0);
+      assert.equal(await storedActionCount(service), 0);
     });
 
     test('customer_summary, list_campaigns and list_segments answer live data as JSON, each result under its call id, in order', BOUNDED, async (t) => {
@@ -260,7 +260,7 @@ for (const format of FORMATS) {
       assert.equal(result!.callId, 'call_draft_x');
       assert.match(parse(result!.content).error, /segmentId/);
       if (format === 'anthropic') assert.equal(result!.isError, true);
-      assert.equal(storedActionCount(service), 0);
+      assert.equal(await storedActionCount(service), 0);
     });
   });
 
@@ -312,7 +312,7 @@ for (const format of FORMATS) {
       assert.equal(done.assistantMessage.content, expected);
       assert.equal(turn.text, expected);
       assert.deepEqual((await listMessages(service, token, thread.id)).map((m) => m.content), ['Save a segment', expected]);
-      assert.equal(storedActionCount(service), 0);
+      assert.equal(await storedActionCount(service), 0);
     });
   });
 
@@ -335,7 +335,7 @@ for (const format of FORMATS) {
       assert.deepEqual((await listMessages(service, token, thread.id))[1], done.assistantMessage);
       assert.equal(turn.actions.length, 0);
       assert.equal('actions' in done.assistantMessage, false);
-      assert.equal(storedActionCount(service), 0);
+      assert.equal(await storedActionCount(service), 0);
       // Each request carries the results of every round before it; the 6th call is never run.
       assert.deepEqual(fake.requests.map((r) => toolResultsOf(format, r).length), [0, 1, 2, 3, 4, 5]);
       assert.deepEqual(toolResultsOf(format, fake.requests[5]!).map((r) => r.callId), ['call_list_1', 'call_list_2', 'call_list_3', 'call_list_4', 'call_list_5']);
@@ -362,7 +362,7 @@ for (const format of FORMATS) {
         const stored = await listMessages(service, token, thread.id);
         assert.deepEqual(stored.map((m) => m.role), ['user']);
         assert.equal(stored[0]!.actions, undefined);
-        assert.equal(storedActionCount(service), 0);
+        assert.equal(await storedActionCount(service), 0);
         assert.equal(await segmentCount(service, token), 1);
         // The proposal streamed before the failure cannot be confirmed: it was never stored.
         assertProblem(await confirmAction(service, token, thread.id, turn.actions[0]!.id), 404, 'not_found');
@@ -376,7 +376,7 @@ for (const format of FORMATS) {
       const thread = await openThread(service, token);
       assertProblem(await service.request('POST', `/v1/chat/threads/${thread.id}/messages`, { token, body: { content: 'Save it' } }), 503, 'llm_unavailable');
       assert.deepEqual(await listMessages(service, token, thread.id), []);
-      assert.equal(storedActionCount(service), 0);
+      assert.equal(await storedActionCount(service), 0);
     });
   });
 
@@ -813,10 +813,10 @@ describe('the local generator and proposals', () => {
 
     test('a deleted thread takes its proposals: confirm and reject are 404 not_found', BOUNDED, async () => {
       const { thread, action } = await propose('make a segment called "Deleted Germany" of customers in Germany');
-      const rows = () => (service.db.prepare('SELECT count(*) AS n FROM chat_actions WHERE id = ?').get(action.id) as { n: number }).n;
-      assert.equal(rows(), 1);
+      const rows = () => service.queryValue('SELECT count(*) AS n FROM chat_actions WHERE id = ?', action.id);
+      assert.equal(await rows(), 1);
       assert.equal((await service.request('DELETE', `/v1/chat/threads/${thread.id}`, { token: alice })).status, 200);
-      assert.equal(rows(), 0);
+      assert.equal(await rows(), 0);
       assertProblem(await confirmAction(service, alice, thread.id, action.id), 404, 'not_found');
       assertProblem(await rejectAction(service, alice, thread.id, action.id), 404, 'not_found');
     });

@@ -159,7 +159,7 @@ for (const format of ['openai', 'anthropic'] as const) {
       const rest = await stream.rest();
       assert.deepEqual(rest.map((f) => f.type), ['delta', 'error']);
       assert.equal(rest[1].code, 'not_found');
-      assert.equal((s.service.db.prepare('SELECT count(*) AS n FROM chat_messages WHERE thread_id = ?').get(t.id) as { n: number }).n, 0);
+      assert.equal(await s.service.queryValue('SELECT count(*) AS n FROM chat_messages WHERE thread_id = ?', t.id), 0);
     });
 
     test('a client that disconnects aborts the provider request; nothing more is stored', { timeout: 10_000 }, async () => {

@@ -127,12 +127,12 @@ describe('chat threads and messages with the local generator', () => {
       const doomed = await newThread();
       await send(doomed.id, 'one');
       await send(doomed.id, 'two');
-      const stored = () => (service.db.prepare('SELECT count(*) AS n FROM chat_messages WHERE thread_id = ?').get(doomed.id) as { n: number }).n;
-      assert.equal(stored(), 4);
+      const stored = () => service.queryValue('SELECT count(*) AS n FROM chat_messages WHERE thread_id = ?', doomed.id);
+      assert.equal(await stored(), 4);
       const reply = await call('DELETE', `/v1/chat/threads/${doomed.id}`, alice);
       assert.equal(reply.status, 200);
       assert.equal(reply.text, 'null');
-      assert.equal(stored(), 0);
+      assert.equal(await stored(), 0);
       assertProblem(await call('GET', `/v1/chat/threads/${doomed.id}`, alice), 404, 'not_found');
       assertProblem(await call('GET', `/v1/chat/threads/${doomed.id}/messages`, alice), 404, 'not_found');
       assertProblem(await call('DELETE', `/v1/chat/threads/${doomed.id}`, alice), 404, 'not_found');

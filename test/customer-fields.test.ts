@@ -4,17 +4,15 @@
 // through the API (the list and GET /v1/customers/{id}) or the export in both formats: a path that drops a field, or
 // puts one in another's place, fails here. And the declaration covers every column of the customers table.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'csv-parse/sync';
-import { bulkInsertCustomers, CUSTOMER_FIELDS, EXPORT_FIELDS, INTERNAL_COLUMNS, type CustomerField } from '../src/customers/index.ts';
+import { bulkInsertCustomers, CUSTOMER_FIELDS, EXPORT_FIELDS, INTERNAL_COLUMNS, seedPostgres, type CustomerField } from '../src/customers/index.ts';
 import { openDatabase } from '../src/db/database.ts';
 import type { CustomerRecord } from '../src/domain/customers.ts';
 import { CSV_FIELDS } from '../src/domain/imports.ts';
 import { startService, type TestService } from './helpers.ts';
 import { createSegment } from './support/campaigns.ts';
+import { keptDatabase } from './support/kept-database.ts';
 
 type Fields = Record<string, string | number>;
 
@@ -97,6 +95,13 @@ async function assertStored(at: TestService, expected: Fields, bearer = token): 
   return id;
 }
 
+/** The columns of a table and their declared types, as the engine's catalogue has them. */
+function tableColumns(target: TestService, table: string): Promise<{ name: string; type: string }[]> {
+  return target.anyEngine.kind === 'sqlite'
+    ? target.query('SELECT name, type FROM pragma_table_info(?)', table)
+    : target.query("SELECT column_name AS name, upper(data_type) AS type FROM information_schema.columns WHERE table_name = ? AND table_schema = current_schema()", table);
+}
+
 /** Runs the CSV as a job and resolves with the job once it has ended. */
 async function runJob(csv: string, query = '') {
   const accepted = await service.request('POST', `/v1/customers/imports${query}`, { token, raw: csv, headers: { 'content-type': 'text/csv' } });
@@ -111,14 +116,16 @@ describe('the declaration', () => {
     assert.deepEqual([...CSV_FIELDS], API_ORDER);
   });
 
-  test('covers every column of the customers table but the internal ones it names, with the type schema.sql gives it', () => {
-    const columns = service.db.prepare('SELECT name, type FROM pragma_table_info(?)').all('customers') as { name: string; type: string }[];
+  test('covers every column of the customers table but the internal ones it names, with the type schema.sql gives it', async () => {
+    const columns = await tableColumns(service, 'customers');
     const declared = [...CUSTOMER_FIELDS.map((f) => ({ name: f.column, type: f.sqlType })), ...INTERNAL_COLUMNS.map((name) => ({ name, type: undefined }))];
     assert.deepEqual(
       columns.map((c) => c.name).sort(),
       declared.map((c) => c.name).sort(),
     );
-    for (const field of CUSTOMER_FIELDS) assert.equal(columns.find((c) => c.name === field.column)!.type, field.sqlType, field.column);
+    // PostgreSQL's schema stores the INTEGER columns as BIGINT (64 bits, as SQLite's INTEGER is).
+    const typeOn = (type: string) => (service.anyEngine.kind === 'postgres' && type === 'INTEGER' ? 'BIGINT' : type);
+    for (const field of CUSTOMER_FIELDS) assert.equal(columns.find((c) => c.name === field.column)!.type, typeOn(field.sqlType), field.column);
   });
 
   test('every value of a distinct customer is its own, so a field in another place shows', () => {
@@ -198,18 +205,22 @@ describe('every field arrives in its place', () => {
   });
 
   test('through the bulk seed, in a statement of many rows and in one of a single row', async () => {
-    const folder = mkdtempSync(join(tmpdir(), 'campaigns-fields-'));
-    const path = join(folder, 'seed.db');
+    const database = await keptDatabase('fields-seed');
     try {
-      // 150 rows: the first 100 go in one statement, the rest one row a statement.
+      // 150 rows: on SQLite the first 100 go in one statement, the rest one row a statement; PostgreSQL copies them.
       const customers = Array.from({ length: 150 }, (_, i) => distinctCustomer(`bulk-${i}`));
-      const db = openDatabase(path);
-      try {
-        assert.equal(bulkInsertCustomers(db, customers.map(recordOf), new Date('2026-11-20T12:00:00.000Z')), 150);
-      } finally {
-        db.close();
+      const now = new Date('2026-11-20T12:00:00.000Z');
+      if ('databaseUrl' in database.at) {
+        assert.equal((await seedPostgres(database.at.databaseUrl, customers.map(recordOf), 150, { now })).inserted, 150);
+      } else {
+        const db = openDatabase(database.at.databasePath);
+        try {
+          assert.equal(bulkInsertCustomers(db, customers.map(recordOf), now), 150);
+        } finally {
+          db.close();
+        }
       }
-      const seeded = await startService({ databasePath: path, env: { ACCESS_TOKEN_TTL: '86400' } });
+      const seeded = await startService({ ...database.at, env: { ACCESS_TOKEN_TTL: '86400' } });
       try {
         const bearer = await seeded.tokenFor('lifecycle_marketer');
         await assertStored(seeded, customers[0]!, bearer);
@@ -218,7 +229,7 @@ describe('every field arrives in its place', () => {
         await seeded.close();
       }
     } finally {
-      rmSync(folder, { recursive: true, force: true });
+      await database.remove();
     }
   });
 

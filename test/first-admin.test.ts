@@ -1,25 +1,25 @@
 // The first admin, created on the first start of an empty database (product.md section 1).
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { test } from 'node:test';
-import { tempDir } from './support/temp-dir.ts';
 import { ConfigError } from '../src/config.ts';
-import { openSqliteEngine } from '../src/db/engine.ts';
+import { createPgUserRepository } from '../src/db/postgres/users.ts';
 import { createUserRepository } from '../src/db/users.ts';
 import { verifyPassword } from '../src/domain/passwords.ts';
 import { ensureFirstAdmin } from '../src/first-admin.ts';
 import { TEST_PASSWORD_COST } from './helpers.ts';
+import { freshEngine } from './support/kept-database.ts';
 
 const NO_ADMIN = { email: undefined, password: undefined, name: undefined };
 
-
-function emptyUsers() {
-  const engine = openSqliteEngine(join(tempDir(), 'first-admin.db'));
-  return { engine, users: createUserRepository(engine) };
+/** The users of a new database on the suite's engine; `engine.close()` also removes it. */
+async function emptyUsers() {
+  const { engine, close } = await freshEngine('first-admin');
+  const users = engine.kind === 'sqlite' ? createUserRepository(engine) : createPgUserRepository(engine);
+  return { engine: { close }, users };
 }
 
 test('first start without ADMIN_* creates admin@example.com with a generated password announced once', async () => {
-  const { engine, users } = emptyUsers();
+  const { engine, users } = await emptyUsers();
   try {
     const announced: string[] = [];
     const now = new Date('2026-11-20T12:00:00.000Z');
@@ -51,7 +51,7 @@ test('first start without ADMIN_* creates admin@example.com with a generated pas
 });
 
 test('first start with ADMIN_EMAIL / ADMIN_PASSWORD / ADMIN_NAME creates that admin and never prints the password', async () => {
-  const { engine, users } = emptyUsers();
+  const { engine, users } = await emptyUsers();
   try {
     const announced: string[] = [];
     const password = 'chosen admin password';
@@ -74,7 +74,7 @@ test('first start with ADMIN_EMAIL / ADMIN_PASSWORD / ADMIN_NAME creates that ad
 });
 
 test('first start does nothing when users exist', async () => {
-  const { engine, users } = emptyUsers();
+  const { engine, users } = await emptyUsers();
   try {
     const existing = await users.insertUser({ email: 'someone@example.com', fullName: 'Someone', role: 'lifecycle_marketer', passwordHash: 'x' }, new Date());
     const announced: string[] = [];
@@ -90,7 +90,7 @@ test('first start does nothing when users exist', async () => {
 });
 
 test('first start with a bad ADMIN_EMAIL or ADMIN_PASSWORD is a ConfigError naming it, and creates nobody', async () => {
-  const { engine, users } = emptyUsers();
+  const { engine, users } = await emptyUsers();
   try {
     await assert.rejects(ensureFirstAdmin(users, { ...NO_ADMIN, email: 'not-an-email' }, new Date(), () => {}), (error: unknown) => {
       assert.ok(error instanceof ConfigError);

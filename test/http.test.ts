@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openSqliteEngine } from '../src/db/engine.ts';
-import { assertProblem, PASSWORD, startService, type Reply, type TestService } from './helpers.ts';
+import { assertProblem, PASSWORD, SQLITE_ONLY, startService, type Reply, type TestService } from './helpers.ts';
 
 const MIB = 1024 * 1024;
 const APP_ORIGIN = 'https://app.example.com';
@@ -311,15 +311,15 @@ test('unknown body properties are ignored and never stored (id, createdAt, isAct
   assert.equal(reply.body.createdAt, service.clock.now().toISOString());
   assert.equal(reply.body.isActive, true);
 
-  const stored = service.db.prepare('SELECT id, created_at, is_active FROM users WHERE email = ?').get('extra.props@example.com') as
-    | { id: string; created_at: number; is_active: number }
-    | undefined;
+  const [stored] = await service.query<{ id: string; created_at: number; is_active: number }>(
+    'SELECT id, created_at, is_active FROM users WHERE email = ?',
+    'extra.props@example.com',
+  );
   assert.ok(stored);
   assert.equal(stored.id, reply.body.id);
   assert.equal(stored.created_at, service.clock.now().getTime());
   assert.equal(stored.is_active, 1);
-  const clientId = service.db.prepare('SELECT count(*) AS n FROM users WHERE id = ?').get('chosen-by-client') as { n: number };
-  assert.equal(clientId.n, 0);
+  assert.equal(await service.queryValue('SELECT count(*) AS n FROM users WHERE id = ?', 'chosen-by-client'), 0);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -494,6 +494,28 @@ test('OpenAPI: every route of the route table is documented with its operationId
 // Unexpected failures
 
 test('an unexpected failure is 500 internal_error whose detail reveals nothing of the error', async () => {
+  const broken = await startService();
+  try {
+    const user = await broken.createUser('marketing_lead');
+    const { accessToken } = await broken.signIn(user.email);
+    // Every request that looks up its user now fails in the database, on either engine.
+    await broken.query('ALTER TABLE users RENAME TO users_gone');
+
+    const me = await broken.request('GET', '/v1/me', { token: accessToken, headers: { 'x-request-id': 'missing-table-500' } });
+    assertProblem(me, 500, 'internal_error');
+    assert.ok(!/users|no such table|does not exist|\.ts:\d+|at .*\(/i.test(me.text), `the response leaks internals: ${me.text}`);
+    const lines = await requestLogLines(broken, 'missing-table-500');
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]!.status, 500);
+    // The cause goes to the log (same trace id), not to the client.
+    assert.ok(broken.logLines.some((line) => line.level === 'error' && line.traceId === 'missing-table-500'));
+  } finally {
+    await broken.close();
+  }
+});
+
+// A closed SQLite connection; on PostgreSQL a lost connection is 503 unavailable instead (product.md section 13).
+test('a closed database connection is 500 internal_error on /health and every request, revealing nothing', { skip: SQLITE_ONLY }, async () => {
   const broken = await startService();
   try {
     const user = await broken.createUser('marketing_lead');

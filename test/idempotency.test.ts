@@ -2,19 +2,17 @@
 // with `Idempotency-Replayed: true` that create nothing, canonical JSON, per-user scope, 409 on another body, failures
 // not stored, concurrent duplicates, replays after a restart, malformed keys; 429 with Retry-After, replays free.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { openSqliteEngine } from '../src/db/engine.ts';
 import { createIdempotencyKeyRepository, type IdempotencyKeyRepository } from '../src/db/idempotency-keys.ts';
+import { createPgIdempotencyKeyRepository } from '../src/db/postgres/idempotency-keys.ts';
 import type { Context } from '../src/http/context.ts';
 import { idempotentRequests } from '../src/http/idempotency.ts';
 import { LocalInFlightRequests } from '../src/http/in-flight.ts';
+import type { ServiceEngine } from '../src/storage.ts';
 import { assertProblem, startService, type TestService } from './helpers.ts';
 import { audienceOf, briefFor, campaignTotal, copyReply, generate, GOOD_COPY, NO_RATE_LIMIT, withProvider } from './support/campaigns.ts';
 import { startFakeProvider } from './support/fake-provider.ts';
-import { tempDir } from './support/temp-dir.ts';
+import { keptDatabase } from './support/kept-database.ts';
 
 let keyCounter = 0;
 const newKey = () => `key-${++keyCounter}-${Date.now()}`;
@@ -211,11 +209,10 @@ describe('Idempotency-Key with a model provider', () => {
 
 describe('Idempotency-Key across a restart', () => {
   test('a reply stored before the restart replays after it, creating nothing', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'campaigns-restart-'));
-    const databasePath = join(dir, 'restart.db');
+    const database = await keptDatabase('idempotency-restart');
     try {
       const key = newKey();
-      const before = await startService({ databasePath });
+      const before = await startService(database.at);
       const user = await before.createUser('lifecycle_marketer');
       let token = (await before.signIn(user.email)).accessToken;
       const segmentId = (await audienceOf(before, token, 1)).id;
@@ -223,7 +220,7 @@ describe('Idempotency-Key across a restart', () => {
       assert.equal(first.status, 200, first.text);
       await before.close();
 
-      const restarted = await startService({ databasePath });
+      const restarted = await startService(database.at);
       try {
         token = (await restarted.signIn(user.email)).accessToken;
         const total = await campaignTotal(restarted, token);
@@ -237,23 +234,22 @@ describe('Idempotency-Key across a restart', () => {
         await restarted.close();
       }
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      await database.remove();
     }
   });
 
   test('a key still running in a process that went away is taken over by the next one, and its late release removes nothing', async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'campaigns-restart-'));
+    const database = await keptDatabase('idempotency-gone');
     const fake = await startFakeProvider();
-    const databasePath = join(dir, 'restart.db');
     const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: 'test-model', LLM_TIMEOUT_MS: '60000' };
-    // Two processes on one database file: to the second, the first's running marker is one nobody will finish.
-    const gone = await startService({ databasePath, env });
-    const next = await startService({ databasePath, env });
+    // Two processes on one database: to the second, the first's running marker is one nobody will finish.
+    const gone = await startService({ ...database.at, env });
+    const next = await startService({ ...database.at, env });
     t.after(async () => {
       await next.close();
       await gone.close();
       await fake.close();
-      rmSync(dir, { recursive: true, force: true });
+      await database.remove();
     });
     const key = newKey();
     const user = await gone.createUser('lifecycle_marketer');
@@ -288,8 +284,8 @@ describe('Idempotency-Key across a restart', () => {
 
 describe('Idempotency-Key: the guard and its claims', () => {
   test('a duplicate that finds the first one\'s marker before the first has heard back from its claim waits for it and replays', async () => {
-    const engine = openSqliteEngine(join(tempDir(), 'guard.db'));
-    const stored = createIdempotencyKeyRepository(engine, 'this-process');
+    const service = await startService();
+    const stored = idempotencyKeysOn(service.anyEngine, 'this-process');
     // The first claim commits, but its answer comes late (as it may over a network): the duplicate's claim runs meanwhile.
     let answerFirst = () => {};
     const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
@@ -327,10 +323,15 @@ describe('Idempotency-Key: the guard and its claims', () => {
       assert.equal(b.reply?.headers['idempotency-replayed'], 'true');
       assert.equal(b.reply?.raw, JSON.stringify({ run: 1 }));
     } finally {
-      await engine.close();
+      await service.close();
     }
   });
 });
+
+/** The idempotency keys stored on the engine, claimed as the process `owner`. */
+function idempotencyKeysOn(engine: ServiceEngine, owner: string): IdempotencyKeyRepository {
+  return engine.kind === 'sqlite' ? createIdempotencyKeyRepository(engine, owner) : createPgIdempotencyKeyRepository(engine, owner);
+}
 
 describe('model-call rate limit', () => {
   let service: TestService;

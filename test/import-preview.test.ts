@@ -26,15 +26,15 @@ function preview(csv: string, query = '', bearer: string | null = token) {
 }
 
 /** How many customers and jobs are stored: the preview must change neither. */
-function storedCounts() {
-  return [service.db.prepare('SELECT count(*) FROM customers').pluck().get(), service.db.prepare('SELECT count(*) FROM import_jobs').pluck().get()];
+async function storedCounts() {
+  return [await service.queryValue('SELECT count(*) FROM customers'), await service.queryValue('SELECT count(*) FROM import_jobs')];
 }
 
 describe('a CSV preview', () => {
   test('answers how each header is read, the first records as stored and their problems, and stores nothing', async () => {
     const taken = customerRow({ name: 'Already Here' });
     await importRows(service, token, [taken]);
-    const before = storedCounts();
+    const before = await storedCounts();
     const [ada, bo] = [email('ada'), email('bo')];
     const csv =
       '\ufeffFull Name,E-mail,Country,Orders,Total_Spent,Last Activity,STATUS,Notes\r\n' +
@@ -74,7 +74,7 @@ describe('a CSV preview', () => {
         { line: 6, email: ada, reason: `A customer with the email ${ada} already exists.` },
       ],
     });
-    assert.deepEqual(storedCounts(), before);
+    assert.deepEqual(await storedCounts(), before);
   });
 
   test('with onExisting=update a stored email is a row marked existing, and a repeat is the problem a job reports', async () => {
@@ -133,7 +133,7 @@ describe('a CSV preview', () => {
   });
 
   test('a file without an email column is 400 naming body; a body over IMPORT_MAX_BYTES is 413; anyone signed in may look', async () => {
-    const before = storedCounts();
+    const before = await storedCounts();
     const noEmail = await preview('name,country\nAda,France\n');
     assertProblem(noEmail, 400, 'validation_failed', ['body']);
     assert.match(noEmail.body.detail, /no email column \(it names name, country\)/);
@@ -141,7 +141,7 @@ describe('a CSV preview', () => {
     assertProblem(await preview('email\na@b.com\n', '', null), 401, 'unauthenticated');
     const lead = await service.tokenFor('marketing_lead');
     assert.equal((await preview(`email\n${email('lead')}\n`, '', lead)).status, 200);
-    assert.deepEqual(storedCounts(), before);
+    assert.deepEqual(await storedCounts(), before);
   });
 });
 

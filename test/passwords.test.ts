@@ -2,10 +2,8 @@
 // is verified at the cost stored in it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { SqliteEngine } from '../src/db/engine.ts';
-import { createUserRepository } from '../src/db/users.ts';
 import { dummyPasswordHash, hashPassword, PRODUCTION_PASSWORD_COST, verifyPassword } from '../src/domain/passwords.ts';
-import { assertProblem, PASSWORD, startService, TEST_PASSWORD_COST } from './helpers.ts';
+import { assertProblem, PASSWORD, startService, TEST_PASSWORD_COST, type TestService } from './helpers.ts';
 
 /** How a hash at N=32768, r=8, p=3 begins (`scrypt$N$r$p$salt$key`). */
 const PRODUCTION_PREFIX = 'scrypt$32768$8$3$';
@@ -14,10 +12,10 @@ const NEW_PASSWORD = 'a new user password';
 let productionHash: Promise<string> | undefined;
 
 /** The stored hash of the user with this email. */
-async function storedHash(engine: SqliteEngine, email: string): Promise<string> {
-  const found = await createUserRepository(engine).findCredentials(email);
+async function storedHash(service: TestService, email: string): Promise<string> {
+  const found = await service.queryValue<string>('SELECT password_hash FROM users WHERE email = ?', email);
   assert.ok(found, `no user ${email}`);
-  return found.passwordHash;
+  return found;
 }
 
 test('the production cost is N=32768, r=8, p=3, and hashPassword uses it by default', async () => {
@@ -44,7 +42,7 @@ test('a service built without a password cost hashes new users at the production
       body: { email: 'default.cost@example.com', fullName: 'Default Cost', role: 'marketing_lead', password: NEW_PASSWORD },
     });
     assert.equal(created.status, 200, created.text);
-    assert.ok((await storedHash(service.engine, 'default.cost@example.com')).startsWith(PRODUCTION_PREFIX));
+    assert.ok((await storedHash(service, 'default.cost@example.com')).startsWith(PRODUCTION_PREFIX));
   } finally {
     await service.close();
   }
@@ -60,10 +58,10 @@ test('the test harness injects the cheap cost: users created over HTTP get a has
       body: { email: 'cheap.cost@example.com', fullName: 'Cheap Cost', role: 'marketing_lead', password: NEW_PASSWORD },
     });
     assert.equal(created.status, 200, created.text);
-    assert.ok((await storedHash(service.engine, 'cheap.cost@example.com')).startsWith(TEST_PREFIX));
+    assert.ok((await storedHash(service, 'cheap.cost@example.com')).startsWith(TEST_PREFIX));
     const changed = await service.request('PATCH', `/v1/users/${created.body.id}`, { token, body: { password: `${NEW_PASSWORD} 2` } });
     assert.equal(changed.status, 200, changed.text);
-    assert.ok((await storedHash(service.engine, 'cheap.cost@example.com')).startsWith(TEST_PREFIX));
+    assert.ok((await storedHash(service, 'cheap.cost@example.com')).startsWith(TEST_PREFIX));
     assert.equal((await service.signIn('cheap.cost@example.com', `${NEW_PASSWORD} 2`)).user.id, created.body.id);
   } finally {
     await service.close();
@@ -74,8 +72,8 @@ test('a production-cost hash still verifies when the service hashes at a cheaper
   const service = await startService();
   try {
     const user = await service.createUser('marketing_lead');
-    await createUserRepository(service.engine).updateUser(user.id, { passwordHash: await (productionHash ??= hashPassword(PASSWORD)) }, service.clock.now());
-    assert.ok((await storedHash(service.engine, user.email)).startsWith(PRODUCTION_PREFIX));
+    await service.query('UPDATE users SET password_hash = ? WHERE id = ?', await (productionHash ??= hashPassword(PASSWORD)), user.id);
+    assert.ok((await storedHash(service, user.email)).startsWith(PRODUCTION_PREFIX));
 
     const session = await service.signIn(user.email);
     assert.equal(session.user.id, user.id);

@@ -119,10 +119,7 @@ describe('segment counts are never served stale', () => {
     const saved = await service.request('POST', '/v1/segments', { token, body: { name: 'Recent cache', conditions: recent } });
     assert.equal(saved.status, 200, saved.text);
     assert.equal(saved.body.matchCount, counted);
-    const naive = service.db
-      .prepare("SELECT count(*) FROM customers WHERE country_key = 'cacheland' AND last_activity_at >= ?")
-      .pluck()
-      .get(NOW_MS - 30 * DAY_MS);
+    const naive = await service.queryValue("SELECT count(*) FROM customers WHERE country_key = 'cacheland' AND last_activity_at >= ?", NOW_MS - 30 * DAY_MS);
     assert.equal(counted, naive);
   });
 });

@@ -9,7 +9,7 @@ import { openDatabase } from '../src/db/database.ts';
 import type { Customer } from '../src/domain/customers.ts';
 import type { Condition, NumericOperator } from '../src/domain/segments.ts';
 import { prng } from '../scripts/synthetic-customers.ts';
-import { assertProblem, startService, type TestService } from './helpers.ts';
+import { assertProblem, SQLITE_ONLY, startService, type TestService } from './helpers.ts';
 import { createCustomer as createShared, customerRow, importRows } from './support/customers.ts';
 
 const NOW = '2026-11-20T12:00:00.000Z';
@@ -665,8 +665,13 @@ describe('segments: the matching engine follows customer writes', () => {
     try {
       const token = await wide.tokenFor('marketing_lead');
       const small = await createCustomer(wide, token, { country: 'Narrowland', totalTransactions: 1 });
-      // AUTOINCREMENT goes on from the highest id handed out: the next customers get ids above 2^32.
-      wide.db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'customers'").run(2 ** 32 + 5);
+      // The ids go on from the highest handed out (AUTOINCREMENT, an identity's sequence): the next ones are above 2^32.
+      await wide.query(
+        wide.anyEngine.kind === 'sqlite'
+          ? "UPDATE sqlite_sequence SET seq = ? WHERE name = 'customers'"
+          : "SELECT setval(pg_get_serial_sequence('customers', 'id'), ?)",
+        2 ** 32 + 5,
+      );
       const big = await createCustomer(wide, token, { country: 'Wideland', totalTransactions: 2 });
       assert.equal(big, String(2 ** 32 + 6));
       await importRows(wide, token, [row({ country: 'Wideland', totalTransactions: 3 })]);
@@ -684,7 +689,9 @@ describe('segments: the matching engine follows customer writes', () => {
     }
   });
 
-  test('customers inserted by another process are noticed: the next preview counts them', async () => {
+  // Another process writing the same SQLite file (its own connection, the generation in `meta`); PostgreSQL's other
+  // writers are other instances, whose changes arrive through the change log (test/pg/change-feed.test.ts).
+  test('customers inserted by another process are noticed: the next preview counts them', { skip: SQLITE_ONLY }, async () => {
     const before = await preview(service, lead, [tx('gte', 0)]);
     assert.equal(await preview(service, lead, [country('Elsewhere')]), 0);
 
@@ -769,7 +776,7 @@ describe('segments: the matching engine follows customer writes', () => {
     for (const [condition, count, why] of cases) {
       const label = `${condition.field} ${condition.operator} ${condition.value} (${why})`;
       // The SQL definition agrees with the hand count.
-      assert.equal(referenceCount(service, [country(big), condition], NOW_MS), count, label);
+      assert.equal(await referenceCount(service, [country(big), condition], NOW_MS), count, label);
       actual.push(`${label}: ${await preview(service, lead, [country(big), condition])}`);
       expected.push(`${label}: ${count}`);
     }
@@ -875,8 +882,11 @@ const SQL_OPERATOR: Record<Operator, string> = { gt: '>', gte: '>=', lt: '<', lt
 /** More days back is an earlier instant: the comparison flips onto the timestamp. */
 const SQL_FLIPPED: Record<Operator, string> = { gt: '<', gte: '<=', lt: '>', lte: '>=' };
 
+/** A number bound as a double on both engines (PostgreSQL would otherwise read 0.5 against a BIGINT column as BIGINT). */
+const NUMBER = 'CAST(? AS DOUBLE PRECISION)';
+
 /** The definition of matching, as SQL over the stored columns (ASCII countries only). */
-function referenceCount(service: TestService, conditions: Condition[], nowMs: number): number {
+async function referenceCount(service: TestService, conditions: Condition[], nowMs: number): Promise<number> {
   const clauses: string[] = [];
   const params: (string | number)[] = [];
   for (const c of conditions) {
@@ -886,18 +896,18 @@ function referenceCount(service: TestService, conditions: Condition[], nowMs: nu
       clauses.push(`${column} ${c.operator === 'neq' ? 'NOT IN' : 'IN'} (${values.map(() => '?').join(', ')})`);
       params.push(...values);
     } else if (c.field === 'totalTransactions') {
-      clauses.push(`total_transactions ${SQL_OPERATOR[c.operator]} ?`);
+      clauses.push(`total_transactions ${SQL_OPERATOR[c.operator]} ${NUMBER}`);
       params.push(c.value);
     } else if (c.field === 'totalAmountSpent') {
-      clauses.push(`amount_cents / 100.0 ${SQL_OPERATOR[c.operator]} ?`);
+      clauses.push(`amount_cents / 100.0 ${SQL_OPERATOR[c.operator]} ${NUMBER}`);
       params.push(c.value);
     } else {
-      clauses.push(`last_activity_at ${SQL_FLIPPED[c.operator]} (? - ? * 86400000.0)`);
+      clauses.push(`last_activity_at ${SQL_FLIPPED[c.operator]} (${NUMBER} - ${NUMBER} * 86400000.0)`);
       params.push(nowMs, c.value);
     }
   }
   const sql = `SELECT count(*) FROM customers WHERE ${clauses.join(' AND ')}`;
-  return service.db.prepare(sql).pluck().get(...params) as number;
+  return (await service.queryValue<number>(sql, ...params))!;
 }
 
 // Twice: the matching engine holds activity in whole seconds (4 bytes) until an instant with milliseconds comes.
@@ -939,7 +949,7 @@ for (const { label, wholeSeconds } of [
         );
       }
       for (let i = 0; i < rows.length; i += 1000) await importRows(service, token, rows.slice(i, i + 1000));
-      assert.equal(service.db.prepare('SELECT count(*) FROM customers').pluck().get(), TOTAL);
+      assert.equal(await service.queryValue('SELECT count(*) FROM customers'), TOTAL);
     });
     after(() => service.close());
 
@@ -972,7 +982,7 @@ for (const { label, wholeSeconds } of [
       let nonTrivial = 0;
       for (let i = 0; i < sets; i++) {
         const conditions = Array.from({ length: int(1, 4) }, () => randomCondition(nowMs));
-        const expected = referenceCount(service, conditions, nowMs);
+        const expected = await referenceCount(service, conditions, nowMs);
         const actual = await preview(service, token, conditions);
         assert.equal(actual, expected, `${label} set ${i}: ${JSON.stringify(conditions)}`);
         if (expected > 0 && expected < TOTAL) nonTrivial++;
@@ -1000,7 +1010,7 @@ for (const { label, wholeSeconds } of [
     test('after customers all over the base are deleted, then edited, 60 more random sets still agree', async () => {
       // The engine holds the base in blocks (the first loaded, later ones as customers arrive): the writes land in each.
       const lead = await service.tokenFor('marketing_lead');
-      const ids = service.db.prepare('SELECT id FROM customers ORDER BY id').pluck().all() as number[];
+      const ids = (await service.query<{ id: number }>('SELECT id FROM customers ORDER BY id')).map((r) => r.id);
       for (let i = 1; i < ids.length; i += 150) assert.equal((await service.request('DELETE', `/v1/customers/${ids[i]}`, { token: lead })).status, 200);
       assert.ok((await compare(30, 'after deletes')).nonTrivial >= 15);
       for (let i = 0; i < ids.length; i += 150) {
@@ -1018,7 +1028,7 @@ for (const { label, wholeSeconds } of [
         const sample = data[i * 97]!;
         for (const operator of ['gt', 'gte', 'lt', 'lte'] as const) {
           for (const c of [tx(operator, sample.transactions), amount(operator, sample.cents / 100), days(operator, (nowMs - sample.at) / DAY_MS)]) {
-            assert.equal(await preview(service, token, [c]), referenceCount(service, [c], nowMs), JSON.stringify(c));
+            assert.equal(await preview(service, token, [c]), await referenceCount(service, [c], nowMs), JSON.stringify(c));
           }
         }
       }

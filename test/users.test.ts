@@ -1,18 +1,13 @@
 // GET /v1/me, admin user management over HTTP, and the user CLI (product.md sections 1 and 3).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
-import { createApp } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
-import { openSqliteEngine } from '../src/db/engine.ts';
-import { createUserRepository, type User } from '../src/db/users.ts';
+import { LIST_USERS_SQL, toUser, type User, type UserRow } from '../src/db/users.ts';
 import { assertProblem, startService, type TestService } from './helpers.ts';
+import { keptDatabase, type KeptDatabase } from './support/kept-database.ts';
+import { tempDir } from './support/temp-dir.ts';
 
 const USER_KEYS = ['createdAt', 'email', 'fullName', 'id', 'isActive', 'role'];
 const NEW_PASSWORD = 'a brand new password';
@@ -28,8 +23,8 @@ before(async () => {
 });
 after(() => service.close());
 
-function countUsersWithEmail(target: TestService, email: string): number {
-  return (target.db.prepare('SELECT count(*) AS n FROM users WHERE email = ?').get(email) as { n: number }).n;
+function countUsersWithEmail(target: TestService, email: string): Promise<number | undefined> {
+  return target.queryValue<number>('SELECT count(*) AS n FROM users WHERE email = ?', email);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -70,7 +65,7 @@ for (const role of ['lifecycle_marketer', 'marketing_lead'] as const) {
       body: { email, fullName: 'Should Not Exist', role: 'admin', password: NEW_PASSWORD },
     });
     assertProblem(create, 403, 'forbidden');
-    assert.equal(countUsersWithEmail(service, email), 0);
+    assert.equal(await countUsersWithEmail(service, email), 0);
 
     // Forbidden is decided before the body is looked at.
     assertProblem(await service.request('POST', '/v1/users', { token: accessToken, body: { role: 'boss' } }), 403, 'forbidden');
@@ -135,7 +130,7 @@ test('creating a user with an email that exists in another case is 409 conflict'
     body: { email: 'NEW.PERSON@example.com', fullName: 'Someone Else', role: 'admin', password: NEW_PASSWORD },
   });
   assertProblem(reply, 409, 'conflict');
-  assert.equal(countUsersWithEmail(service, 'new.person@example.com'), 1);
+  assert.equal(await countUsersWithEmail(service, 'new.person@example.com'), 1);
   const list = await service.request('GET', '/v1/users', { token: adminToken });
   assert.equal(list.body.find((user: User) => user.id === created.id)?.role, 'marketing_lead');
 });
@@ -173,7 +168,7 @@ test('deactivating a user ends their access at once: access token 401 unauthenti
   // The access token has not expired (the clock has not moved), yet it no longer works.
   assertProblem(await service.request('GET', '/v1/me', { token: session.accessToken }), 401, 'unauthenticated');
   assertProblem(await service.request('POST', '/v1/auth/refresh', { body: { refreshToken: session.refreshToken } }), 401, 'session_expired');
-  const revoked = service.db.prepare('SELECT revoked_reason FROM refresh_tokens WHERE user_id = ?').all(user.id) as { revoked_reason: string | null }[];
+  const revoked = await service.query<{ revoked_reason: string | null }>('SELECT revoked_reason FROM refresh_tokens WHERE user_id = ?', user.id);
   assert.ok(revoked.length > 0);
   assert.ok(revoked.every((row) => row.revoked_reason !== null));
 
@@ -188,7 +183,7 @@ test('demoting or deactivating the last active admin is 409 conflict', async () 
     const { accessToken } = await own.signIn(onlyAdmin.email);
     // Inactive admins do not count.
     const inactiveAdmin = await own.createUser('admin');
-    own.db.prepare('UPDATE users SET is_active = 0 WHERE id = ?').run(inactiveAdmin.id);
+    await own.query('UPDATE users SET is_active = 0 WHERE id = ?', inactiveAdmin.id);
 
     assertProblem(await own.request('PATCH', `/v1/users/${onlyAdmin.id}`, { token: accessToken, body: { role: 'marketing_lead' } }), 409, 'conflict');
     assertProblem(await own.request('PATCH', `/v1/users/${onlyAdmin.id}`, { token: accessToken, body: { isActive: false } }), 409, 'conflict');
@@ -223,13 +218,14 @@ interface CliResult {
   stderr: string;
 }
 
-function runCli(databasePath: string, args: string[], input = ''): CliResult {
-  const env: Record<string, string | undefined> = { ...process.env, DATABASE_PATH: databasePath, LOG_LEVEL: 'silent' };
+/** Runs `npm run user` on the database, from a folder of its own: a CLI that missed the database writes nothing of ours. */
+function runCli(database: KeptDatabase, args: string[], input = ''): CliResult {
+  const env: Record<string, string | undefined> = { ...process.env, ...database.env, LOG_LEVEL: 'silent' };
   delete env.NODE_TEST_CONTEXT;
   delete env.TOKEN_SECRET; // the CLI finds the secret beside the database, as the server does
   try {
-    const stdout = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/user.ts', ...args], {
-      cwd: ROOT,
+    const stdout = execFileSync(process.execPath, ['--import', import.meta.resolve('tsx'), join(ROOT, 'scripts/user.ts'), ...args], {
+      cwd: tempDir('campaigns-cli-'),
       env,
       input,
       encoding: 'utf8',
@@ -250,21 +246,13 @@ function jsonLines(stdout: string): User[] {
 }
 
 test('the user CLI creates (password from stdin), lists, sets roles and deactivates; the user signs in over HTTP', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'campaigns-cli-'));
-  const databasePath = join(dir, 'cli.db');
-  // The service on the same database file, as an operator would run it beside the CLI.
-  const engine = openSqliteEngine(databasePath);
-  const users = createUserRepository(engine);
-  const app = createApp({ engine, config: loadConfig({ DATABASE_PATH: databasePath, TOKEN_SECRET: 'x'.repeat(32), LOG_LEVEL: 'silent' }) });
-  const server = createServer(app.listener);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const post = async (path: string, body: unknown) => {
-    const response = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    return { status: response.status, body: (await response.json()) as any };
-  };
+  const database = await keptDatabase('cli');
+  // The service on the same database, as an operator would run it beside the CLI.
+  const running = await startService(database.at);
+  const storedUsers = async () => (await running.query<UserRow>(LIST_USERS_SQL)).map(toUser);
+  const post = (path: string, body: unknown) => running.request('POST', path, { body });
   try {
-    const create = runCli(databasePath, ['create', '--email', 'Cli.User@Example.com', '--name', 'Cli User', '--role', 'marketing_lead'], `${CLI_PASSWORD}\n`);
+    const create = runCli(database, ['create', '--email', 'Cli.User@Example.com', '--name', 'Cli User', '--role', 'marketing_lead'], `${CLI_PASSWORD}\n`);
     assert.equal(create.status, 0, create.stderr);
     const [user] = jsonLines(create.stdout);
     assert.ok(user);
@@ -278,35 +266,31 @@ test('the user CLI creates (password from stdin), lists, sets roles and deactiva
     assert.equal(signIn.status, 200, JSON.stringify(signIn.body));
     assert.equal(signIn.body.user.id, user.id);
 
-    const list = runCli(databasePath, ['list']);
+    const list = runCli(database, ['list']);
     assert.equal(list.status, 0, list.stderr);
     assert.deepEqual(jsonLines(list.stdout), [user]);
 
-    const setRole = runCli(databasePath, ['set-role', '--email', 'cli.user@example.com', '--role', 'lifecycle_marketer']);
+    const setRole = runCli(database, ['set-role', '--email', 'cli.user@example.com', '--role', 'lifecycle_marketer']);
     assert.equal(setRole.status, 0, setRole.stderr);
     assert.deepEqual(jsonLines(setRole.stdout), [{ ...user, role: 'lifecycle_marketer' }]);
 
-    const deactivate = runCli(databasePath, ['deactivate', '--email', 'CLI.User@example.com']);
+    const deactivate = runCli(database, ['deactivate', '--email', 'CLI.User@example.com']);
     assert.equal(deactivate.status, 0, deactivate.stderr);
     assert.match(deactivate.stdout, /cli\.user@example\.com/);
-    assert.deepEqual(await users.listUsers(), [{ ...user, role: 'lifecycle_marketer', isActive: false }]);
+    assert.deepEqual(await storedUsers(), [{ ...user, role: 'lifecycle_marketer', isActive: false }]);
     // Deactivation also revoked the sessions the user had.
     const refresh = await post('/v1/auth/refresh', { refreshToken: signIn.body.refreshToken });
     assert.equal(refresh.status, 401);
     assert.equal(refresh.body.code, 'session_expired');
-    const me = await fetch(`${url}/v1/me`, { headers: { authorization: `Bearer ${signIn.body.accessToken}` } });
-    assert.equal(me.status, 401);
-    assert.equal(((await me.json()) as { code: string }).code, 'unauthenticated');
+    assertProblem(await running.request('GET', '/v1/me', { token: signIn.body.accessToken }), 401, 'unauthenticated');
 
-    const badRole = runCli(databasePath, ['create', '--email', 'other@example.com', '--name', 'Other', '--role', 'boss'], `${CLI_PASSWORD}\n`);
+    const badRole = runCli(database, ['create', '--email', 'other@example.com', '--name', 'Other', '--role', 'boss'], `${CLI_PASSWORD}\n`);
     assert.equal(badRole.status, 2, badRole.stdout);
     assert.match(badRole.stderr, /--role/);
-    assert.equal(await users.countUsers(), 1, 'a failed create stores nothing');
+    assert.equal(await running.queryValue('SELECT count(*) FROM users'), 1, 'a failed create stores nothing');
   } finally {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await engine.close();
-    rmSync(dir, { recursive: true, force: true });
+    await running.close();
+    await database.remove();
   }
 });
 

@@ -5,7 +5,6 @@
 // events of campaign moves and import jobs, and pending deliveries resumed after a restart. Waits are on the
 // receiver's requests and the service's log lines, never on sleeps.
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { mock, test, type TestContext } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import * as v from 'valibot';
@@ -13,7 +12,7 @@ import type { CampaignStatus } from '../src/domain/campaigns.ts';
 import { WEBHOOK_EVENTS } from '../src/schemas/webhooks.ts';
 import { assertProblem, startService, TestClock, type TestService } from './helpers.ts';
 import { audienceOf, briefFor, generateOk, NO_RATE_LIMIT } from './support/campaigns.ts';
-import { tempDir } from './support/temp-dir.ts';
+import { keptDatabase } from './support/kept-database.ts';
 import { startWebhookReceiver, type ReceivedRequest, type ScriptedAnswer, type WebhookReceiver } from './support/webhook-receiver.ts';
 
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
@@ -157,7 +156,7 @@ test('validation: 400 naming the field for bad URLs, credentials, unknown, empty
   assertProblem(await service.request('GET', `/v1/webhooks/${id}/deliveries?limit=0`, { token: admin }), 400, 'validation_failed', ['limit']);
   assertProblem(await service.request('GET', `/v1/webhooks/${id}/deliveries?limit=201`, { token: admin }), 400, 'validation_failed', ['limit']);
   assertProblem(await service.request('GET', `/v1/webhooks/${id}/deliveries?page=0`, { token: admin }), 400, 'validation_failed', ['page']);
-  assert.equal(service.db.prepare('SELECT count(*) FROM webhooks').pluck().get(), 1, 'nothing stored by the refused requests');
+  assert.equal(await service.queryValue('SELECT count(*) FROM webhooks'), 1, 'nothing stored by the refused requests');
 });
 
 test('roles: lifecycle_marketer and marketing_lead get 403 on every webhook operation, before the id or body is looked at; no token is 401', async (t) => {
@@ -365,8 +364,8 @@ test('disabling an endpoint ends its pending deliveries as failed; deleting it r
   assert.deepEqual([removed.status, removed.body], [200, null]);
   assertProblem(await service.request('GET', `/v1/webhooks/${endpoint.id}`, { token: admin }), 404, 'not_found');
   assertProblem(await service.request('GET', `/v1/webhooks/${endpoint.id}/deliveries`, { token: admin }), 404, 'not_found');
-  assert.equal(service.db.prepare('SELECT count(*) FROM webhook_deliveries').pluck().get(), 0);
-  assert.equal(service.db.prepare('SELECT count(*) FROM webhook_events').pluck().get(), 0);
+  assert.equal(await service.queryValue('SELECT count(*) FROM webhook_deliveries'), 0);
+  assert.equal(await service.queryValue('SELECT count(*) FROM webhook_events'), 0);
 });
 
 test('rotation: both signatures for 24 hours, each verified with its own secret; after 24 hours only the new one', async (t) => {
@@ -508,12 +507,12 @@ test('deliveries run a few at once per endpoint, never more than 4', async (t) =
 });
 
 test('a restart resumes pending deliveries from the tables, with the same webhook-id', async (t) => {
-  const databasePath = join(tempDir('campaigns-webhooks-'), 'restart.db');
+  const database = await keptDatabase('webhooks-restart');
   const clock = new TestClock();
   const env = { ...NO_RATE_LIMIT, WEBHOOK_RETRY_SCHEDULE: '60000' };
   // It closes each connection: the restarted service must not find a pooled connection to a receiver that is gone.
   const down = await startWebhookReceiver({ fallback: { status: 503, close: true } });
-  const first = await startService({ databasePath, clock, env });
+  const first = await startService({ ...database.at, clock, env });
   const admin = await first.tokenFor('admin');
   const endpoint = await createEndpoint(first, admin, down.url, ['campaign.status_changed']);
   const segment = await audienceOf(first, admin, 1);
@@ -526,10 +525,11 @@ test('a restart resumes pending deliveries from the tables, with the same webhoo
   await down.close();
 
   const up = await startWebhookReceiver({ port: Number(port) });
-  const second = await startService({ databasePath, clock, env });
+  const second = await startService({ ...database.at, clock, env });
   t.after(async () => {
     await up.close();
     await second.close();
+    await database.remove();
   });
   clock.advance(60_000);
   const delivered = await up.nth(1);

@@ -10,9 +10,28 @@ function trailingMonths(now: Date, count: number): string[] {
   return Array.from({ length: count }, (_, i) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - (count - 1 - i), 1)).toISOString().slice(0, 7));
 }
 
+/** The customers of each status and the sum of their cents, by naive SQL (the sum cast back to an integer on PostgreSQL). */
+export function naiveByStatus<S extends string>(service: TestService): Promise<{ status: S; n: number; cents: number }[]> {
+  return service.query('SELECT status, count(*) AS n, CAST(sum(amount_cents) AS BIGINT) AS cents FROM customers GROUP BY status');
+}
+
+/** The customers, their cents and the churned among them by UTC month (YYYY-MM) of their last activity. */
+export async function naiveMonthly(service: TestService): Promise<{ month: string; n: number; cents: number; churned: number }[]> {
+  const months = new Map<string, { month: string; n: number; cents: number; churned: number }>();
+  const rows = await service.query<{ last_activity_at: number; amount_cents: number; status: string }>('SELECT last_activity_at, amount_cents, status FROM customers');
+  for (const r of rows) {
+    const month = new Date(r.last_activity_at).toISOString().slice(0, 7);
+    const m = months.get(month) ?? { month, n: 0, cents: 0, churned: 0 };
+    m.n++;
+    m.cents += r.amount_cents;
+    if (r.status === 'churned') m.churned++;
+    months.set(month, m);
+  }
+  return [...months.values()];
+}
+
 /** Asserts that GET kpis, trend?months=24, health and top?limit=25 equal what naive SQL over the stored customers gives. */
 export async function assertAggregatesExact(service: TestService, token: string, label: string): Promise<void> {
-  const db = service.db;
   const get = async (path: string) => {
     const reply = await service.request('GET', path, { token });
     assert.equal(reply.status, 200, reply.text);
@@ -21,7 +40,7 @@ export async function assertAggregatesExact(service: TestService, token: string,
   const at = service.clock.now();
   const counts = { active: 0, inactive: 0, churned: 0 };
   let cents = 0;
-  for (const r of db.prepare('SELECT status, count(*) AS n, sum(amount_cents) AS cents FROM customers GROUP BY status').all() as { status: keyof typeof counts; n: number; cents: number }[]) {
+  for (const r of await naiveByStatus<keyof typeof counts>(service)) {
     counts[r.status] = r.n;
     cents += r.cents;
   }
@@ -38,7 +57,7 @@ export async function assertAggregatesExact(service: TestService, token: string,
     `${label}: kpis`,
   );
 
-  const stale = db.prepare("SELECT count(*) FROM customers WHERE status = 'active' AND last_activity_at < ?").pluck().get(at.getTime() - 60 * DAY_MS) as number;
+  const stale = (await service.queryValue<number>("SELECT count(*) FROM customers WHERE status = 'active' AND last_activity_at < ?", at.getTime() - 60 * DAY_MS))!;
   const numerator = 100 * n - 80 * counts.churned - 50 * counts.inactive - 70 * stale;
   const score = n === 0 ? 0 : Math.min(100, Math.max(0, Math.floor((2 * numerator + n) / (2 * n))));
   const share = (k: number) => (n === 0 ? 0 : Math.floor((2000 * k + n) / (2 * n)) / 10);
@@ -55,24 +74,17 @@ export async function assertAggregatesExact(service: TestService, token: string,
     `${label}: health`,
   );
 
-  const monthly = db
-    .prepare(
-      `SELECT strftime('%Y-%m', last_activity_at / 1000, 'unixepoch') AS month, count(*) AS n, sum(amount_cents) AS cents, sum(status = 'churned') AS churned
-       FROM customers GROUP BY month`,
-    )
-    .all() as { month: string; n: number; cents: number; churned: number }[];
+  const monthly = await naiveMonthly(service);
   const trend = trailingMonths(at, 24).map((month) => {
     const m = monthly.find((r) => r.month === month);
     return { month, value: m ? m.cents / 100 : 0, customers: m?.n ?? 0, churned: m?.churned ?? 0 };
   });
   assert.deepEqual(await get('/v1/customers/trend?months=24'), trend, `${label}: trend`);
 
-  const top = db
-    .prepare(
-      `SELECT id, name, country, status, amount_cents, total_transactions FROM customers
-       ORDER BY amount_cents DESC, last_activity_at DESC, id DESC LIMIT 25`,
-    )
-    .all() as { id: number; name: string; country: string; status: string; amount_cents: number; total_transactions: number }[];
+  const top = await service.query<{ id: number; name: string; country: string; status: string; amount_cents: number; total_transactions: number }>(
+    `SELECT id, name, country, status, amount_cents, total_transactions FROM customers
+     ORDER BY amount_cents DESC, last_activity_at DESC, id DESC LIMIT 25`,
+  );
   assert.deepEqual(
     await get('/v1/customers/top?limit=25'),
     {

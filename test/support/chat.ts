@@ -94,8 +94,8 @@ export async function segmentCount(service: TestService, token: string): Promise
 }
 
 /** How many proposals the database holds in all. */
-export function storedActionCount(service: TestService): number {
-  return (service.db.prepare('SELECT count(*) AS n FROM chat_actions').get() as { n: number }).n;
+export async function storedActionCount(service: TestService): Promise<number | undefined> {
+  return service.queryValue<number>('SELECT count(*) AS n FROM chat_actions');
 }
 
 /** The live count of customers matching the conditions, as POST /v1/segments/preview answers it. */
