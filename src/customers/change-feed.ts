@@ -3,9 +3,10 @@
 // counts, the assistant's grounding) subscribes or reads the generation here, and nowhere else.
 //
 // `ChangeSource` is what those readers and the writers depend on. `CustomerChangeFeed` implements it within one
-// process over SQLite: writes of other processes show as the generation moving (meta.customers_generation). The
-// PostgreSQL engine will implement it over its change log: each write's changes stored with its generation in its
-// transaction and announced with NOTIFY, so every instance's subscribers hear every instance's writes.
+// process over SQLite: writes of other processes show as the generation moving (meta.customers_generation).
+// `PgChangeFeed` (postgres/change-feed.ts) implements it over PostgreSQL's change log: each write's changes stored
+// with its generation in its transaction and announced with NOTIFY, so every instance's subscribers hear every
+// instance's writes.
 import type { Db } from '../db/database.ts';
 import type { CustomerChange } from './store/rows.ts';
 import { generationReader } from './store/generation.ts';
@@ -33,20 +34,17 @@ export interface ChangeSource {
 }
 
 /**
- * The change source of one process: publishes its customer writes to its subscribers, reads the committed generation
- * from the database (it moves for writes of other processes too), and counts the writes handed to another connection
- * that have not been published yet.
+ * What every change source does besides knowing the generation: tells its subscribers, counts the writes handed to
+ * another connection that are not published yet, and wakes the readers waiting for the next change. Each engine's
+ * feed extends it.
  */
-export class CustomerChangeFeed implements ChangeSource {
+export abstract class ChangeListeners implements ChangeSource {
   private readonly listeners = new Set<CustomerChangeListener>();
-  private readonly readGeneration: () => number;
   /** Writes sent to another connection and not yet reported as published (or failed). */
   private elsewhere = 0;
   private waiters: (() => void)[] = [];
 
-  constructor(db: Db) {
-    this.readGeneration = generationReader(db);
-  }
+  abstract generation(): number;
 
   subscribe(listener: CustomerChangeListener): () => void {
     this.listeners.add(listener);
@@ -56,10 +54,6 @@ export class CustomerChangeFeed implements ChangeSource {
   publish(changes: CustomerChange[], generation: number): void {
     for (const listener of this.listeners) listener(changes, generation);
     this.wake();
-  }
-
-  generation(): number {
-    return this.readGeneration();
   }
 
   beginWriteElsewhere(): () => void {
@@ -81,9 +75,27 @@ export class CustomerChangeFeed implements ChangeSource {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  private wake(): void {
+  protected wake(): void {
     const waiters = this.waiters;
     this.waiters = [];
     for (const wake of waiters) wake();
+  }
+}
+
+/**
+ * The change source of one process over SQLite: publishes its customer writes to its subscribers, reads the committed
+ * generation from the database (it moves for writes of other processes too), and counts the writes handed to another
+ * connection (the import writer thread) that have not been published yet.
+ */
+export class CustomerChangeFeed extends ChangeListeners {
+  private readonly readGeneration: () => number;
+
+  constructor(db: Db) {
+    super();
+    this.readGeneration = generationReader(db);
+  }
+
+  generation(): number {
+    return this.readGeneration();
   }
 }

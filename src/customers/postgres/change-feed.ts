@@ -15,7 +15,7 @@
 // it has published and deletes the generations it had published KEEP_FOR ago; meta.customer_changes_pruned records
 // the highest deleted generation, so a reader still below it knows rows it needs are gone and reloads.
 import type { PostgresEngine } from '../../db/pg-engine.ts';
-import type { ChangeSource, CustomerChangeListener } from '../change-feed.ts';
+import { ChangeListeners } from '../change-feed.ts';
 import type { CustomerChange, CustomerFacts } from '../store/rows.ts';
 import type { CustomerStatus } from '../../domain/customers.ts';
 
@@ -46,8 +46,7 @@ export interface PgChangeFeedOptions {
 }
 
 /** The change source of one instance over PostgreSQL's change log: call `start()` before use and `close()` after. */
-export class PgChangeFeed implements ChangeSource {
-  private readonly listeners = new Set<CustomerChangeListener>();
+export class PgChangeFeed extends ChangeListeners {
   private readonly reloadListeners = new Set<ReloadListener>();
   /** The last generation published (or skipped by a reload); 0 until started. */
   private published = 0;
@@ -62,8 +61,6 @@ export class PgChangeFeed implements ChangeSource {
   private pruneTimer: NodeJS.Timeout | undefined;
   /** (instant, generation published then), oldest first: what the pruning leader may delete once KEEP_FOR old. */
   private marks: { at: number; generation: number }[] = [];
-  private elsewhere = 0;
-  private waiters: (() => void)[] = [];
   private readonly keepFor: number;
   private readonly pruneEvery: number;
   private readonly clock: () => number;
@@ -73,6 +70,7 @@ export class PgChangeFeed implements ChangeSource {
     private readonly engine: PostgresEngine,
     { keepFor = KEEP_FOR, pruneEvery = PRUNE_EVERY, clock = Date.now, onError = () => {} }: PgChangeFeedOptions = {},
   ) {
+    super();
     this.keepFor = keepFor;
     this.pruneEvery = pruneEvery;
     this.clock = clock;
@@ -112,21 +110,10 @@ export class PgChangeFeed implements ChangeSource {
     }
   }
 
-  subscribe(listener: CustomerChangeListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
   /** Calls `listener` when subscribers must reload (changes were not published one by one); returns the function that stops it. */
   onReload(listener: ReloadListener): () => void {
     this.reloadListeners.add(listener);
     return () => this.reloadListeners.delete(listener);
-  }
-
-  /** Tells every subscriber. On PostgreSQL writers do not publish: `catchUp` reads what they committed from the log. */
-  publish(changes: CustomerChange[], generation: number): void {
-    for (const listener of this.listeners) listener(changes, generation);
-    this.wake();
   }
 
   /** The last generation published by this instance (every write it has caught up with, by any instance). */
@@ -154,26 +141,6 @@ export class PgChangeFeed implements ChangeSource {
         return this.catchUp();
       });
     return this.nextReading;
-  }
-
-  /** Every customer write on PostgreSQL is a transaction on the pool, none is handed to another connection; counted as on SQLite. */
-  beginWriteElsewhere(): () => void {
-    this.elsewhere++;
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      this.elsewhere--;
-      this.wake();
-    };
-  }
-
-  writingElsewhere(): boolean {
-    return this.elsewhere > 0;
-  }
-
-  nextChange(): Promise<void> {
-    return new Promise((resolve) => this.waiters.push(resolve));
   }
 
   /**
@@ -281,12 +248,6 @@ export class PgChangeFeed implements ChangeSource {
     this.published = generation;
     for (const listener of this.reloadListeners) listener(generation);
     this.wake();
-  }
-
-  private wake(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const wake of waiters) wake();
   }
 }
 
