@@ -11,7 +11,7 @@ import type { ImportedRow } from '../imports/imports.ts';
 import { CUSTOMER_FIELDS, sameFields } from '../store/fields.ts';
 import { COUNTRY_NAMES_SQL, type CustomerQuery, type CustomerRepository, type CustomerStatsReads, type DayBucket } from '../store/repository.ts';
 import { parseId, toCustomer, toStored, type CustomerRow, type StoredCustomer } from '../store/rows.ts';
-import { CONTROL_CHARACTER, likePattern, PRINTABLE_ASCII } from '../store/search.ts';
+import { COMMON_SHARE, CONTROL_CHARACTER, likePattern, PRINTABLE_ASCII, REMEMBERED_IDS, SEARCH_CACHE_SIZE } from '../store/search.ts';
 
 /** What the repository needs of the change feed (postgres/change-feed.ts). */
 export interface CatchingUpFeed {
@@ -258,18 +258,29 @@ const SORT_SQL: Record<CustomerSort, string> = {
   lastActivityDate: 'last_activity_at',
 };
 
+/** Returns the ORDER BY of a page: the sort, then the id, both in the direction. */
+const orderOf = (sort: CustomerSort, direction: 'asc' | 'desc'): string => {
+  const dir = direction === 'asc' ? 'ASC' : 'DESC';
+  return `${SORT_SQL[sort]} ${dir}, id ${dir}`;
+};
+
+/** The columns a page reads: a CustomerRow's (not the time stamps, which the API does not show), fewer values to parse. */
+const PAGE_COLUMNS = ['id', 'country_key', ...CUSTOMER_FIELDS.map((f) => f.column)].join(', ');
+
+/** The customers of the given ids (binds: the ids), in no particular order. */
+const BY_IDS_SQL = `SELECT ${PAGE_COLUMNS} FROM customers WHERE id = ANY($1::bigint[])`;
+
 /** The text the trigram index (customers_search) holds, as its expression reads: the search matches within it. */
 const SEARCHED = `(name || E'\\n' || email)`;
 
 /**
- * Statements with a search are not kept prepared: a prepared statement's plan may become a generic one, made for no
- * term in particular, which would read the trigram index for every term, also a common one (better read in sort
- * order) or one under three characters (no trigram: the whole index). Planned for its term each time instead.
+ * The statements of a search that are planned for their term each time rather than kept prepared (the count, a rare
+ * term's ids): a prepared statement's plan may become a generic one, made for no term in particular, which would read
+ * the trigram index for every term, also a common one (better read in sort order) or one under three characters (no
+ * trigram: the whole index). postgres.js sends such a statement as two round trips (it describes it first), so they
+ * run once per generation, not on every page (see pgSearch).
  */
 const PLANNED_PER_TERM = { prepare: false };
-
-/** How many searches' totals are remembered for the current generation. */
-const SEARCH_CACHE_SIZE = 500;
 
 /**
  * Returns the WHERE conditions of a list query and their binds. A search of printable ASCII is one ILIKE the trigram
@@ -294,27 +305,80 @@ function conditionsOf(term: string, status: CustomerStatus | undefined, key: str
   return { where: conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '', binds };
 }
 
-/** Returns `listCustomers` on PostgreSQL, with the totals of searches remembered per published generation. */
-function pgSearch(sql: PgSql, stats: CustomerStatsReads, feed: Pick<CatchingUpFeed, 'generation'>) {
-  // Paging repeats a search on every page, and its count costs time in proportion to the table: each search's total
-  // is remembered until the feed publishes another generation (any instance's write).
+/**
+ * Returns a memory of values computed from the database, kept while the feed's generation stays the same: any write,
+ * by any instance, publishes another generation and empties it. A value is computed after its generation was
+ * published (its snapshot holds every write up to it), so it is right while that generation is current. Callers
+ * asking for the same key meanwhile share one computation.
+ */
+function generationMemory(feed: Pick<CatchingUpFeed, 'generation'>) {
   let rememberedGeneration = -1;
-  const remembered = new Map<string, number>();
-  const countOf = async (key: string, where: string, binds: unknown[]): Promise<number> => {
+  const remembered = new Map<string, Promise<unknown>>();
+  return <T>(key: string, compute: () => Promise<T>): Promise<T> => {
     const generation = feed.generation();
     if (generation !== rememberedGeneration) {
       remembered.clear();
       rememberedGeneration = generation;
     }
     const known = remembered.get(key);
-    if (known !== undefined) return known;
-    const [row] = await sql.unsafe<{ n: number }[]>(`SELECT count(*) AS n FROM customers ${where}`, binds as never[], PLANNED_PER_TERM);
-    // Counted from a snapshot taken after `generation` was published: kept only while that generation is current.
-    if (feed.generation() === generation && rememberedGeneration === generation) {
-      if (remembered.size >= SEARCH_CACHE_SIZE) remembered.delete(remembered.keys().next().value!);
-      remembered.set(key, row!.n);
-    }
-    return row!.n;
+    if (known !== undefined) return known as Promise<T>;
+    const computing = compute();
+    if (remembered.size >= SEARCH_CACHE_SIZE) remembered.delete(remembered.keys().next().value!);
+    remembered.set(key, computing);
+    // A failure is not remembered: the next caller asks again.
+    computing.catch(() => {
+      if (remembered.get(key) === computing) remembered.delete(key);
+    });
+    return computing;
+  };
+}
+
+/**
+ * Returns `listCustomers` on PostgreSQL. Each statement is a round trip, so a page costs one where it can: totals
+ * (searches' and filters') are remembered per published generation, as SQLite does; a page without a search is one
+ * prepared statement; a rare search (under COMMON_SHARE of its filters' customers, at most REMEMBERED_IDS matches)
+ * remembers its matches' ids in page order, and each page is one prepared lookup by id, as on SQLite. A common search
+ * walks the sort index, one prepared statement too.
+ */
+function pgSearch(sql: PgSql, stats: CustomerStatsReads, feed: Pick<CatchingUpFeed, 'generation'>) {
+  const remember = generationMemory(feed);
+  const rowsOf = <T>(text: string, binds: unknown[], options?: { prepare: boolean }) => sql.unsafe<T[]>(text, binds as never[], options);
+
+  /** Counts the customers of filters without a search, from the aggregate tables. */
+  const filteredTotal = (status: CustomerStatus | undefined, key: string | undefined) => remember(`total|${status}|${key}`, () => stats.countMatching(status, key));
+
+  /**
+   * A page without a search: one prepared statement. Its limit is written in the text (a page size of the API, a few
+   * texts in all): with nothing but the filters bound, PostgreSQL keeps one plan for it rather than planning it on
+   * every call, as it does while the limit is a parameter. Past the first page it is a deferred join: the ids of the
+   * page from the sort index alone (an index-only scan when the index holds the filters' columns, rather than a visit
+   * of every skipped row), then their rows; the ids come as an array, so that the rows are read by their key whatever
+   * the plan.
+   */
+  const plainPage = (where: string, binds: unknown[], order: string, limit: number, offset: number) => {
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`A page size must be a positive integer, not ${limit}.`);
+    if (offset === 0) return rowsOf<CustomerRow>(`SELECT ${PAGE_COLUMNS} FROM customers ${where} ORDER BY ${order} LIMIT ${limit}`, binds);
+    const ids = `SELECT id FROM customers ${where} ORDER BY ${order} LIMIT ${limit} OFFSET $${binds.length + 1}`;
+    return rowsOf<CustomerRow>(`SELECT ${PAGE_COLUMNS} FROM customers WHERE id = ANY(ARRAY(${ids})) ORDER BY ${order}`, [...binds, offset]);
+  };
+
+  /**
+   * A page of a common search (ASCII, at least COMMON_SHARE of its filters' customers): the sort index walked, each
+   * row tested, until the page is full. Prepared, with its limit written in the text like plainPage's: the plan
+   * PostgreSQL may keep for it, made for no term in particular, assumes a term of 0.5% at most, for which the walk is
+   * already the cheapest plan (the rarer terms that the trigram index serves better never come here).
+   */
+  const commonPage = (where: string, binds: unknown[], order: string, limit: number, offset: number) => {
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`A page size must be a positive integer, not ${limit}.`);
+    const page = `SELECT ${PAGE_COLUMNS} FROM customers ${where} ORDER BY ${order} LIMIT ${limit}`;
+    return offset === 0 ? rowsOf<CustomerRow>(page, binds) : rowsOf<CustomerRow>(`${page} OFFSET $${binds.length + 1}`, [...binds, offset]);
+  };
+
+  /** The customers of the ids, in the ids' order; one deleted since the ids were read is left out. */
+  const byIds = async (ids: readonly number[]): Promise<CustomerRow[]> => {
+    if (ids.length === 0) return [];
+    const rows = new Map((await rowsOf<CustomerRow>(BY_IDS_SQL, [ids])).map((r) => [r.id, r]));
+    return ids.flatMap((id) => rows.get(id) ?? []);
   };
 
   return {
@@ -325,13 +389,28 @@ function pgSearch(sql: PgSql, stats: CustomerStatsReads, feed: Pick<CatchingUpFe
       const key = countryKey(query.country) || undefined;
       const offset = (query.page - 1) * query.limit;
       const { where, binds } = conditionsOf(term, status, key);
-      const total = term === '' ? await stats.countMatching(status, key) : await countOf(`${status}|${key}|${term}`, where, binds);
+      const order = orderOf(query.sort, query.direction);
+      if (term === '') {
+        const total = await filteredTotal(status, key);
+        if (offset >= total) return { items: [], total };
+        return { items: (await plainPage(where, binds, order, query.limit, offset)).map(toCustomer), total };
+      }
+      const total = await remember(`count|${status}|${key}|${term}`, async () => {
+        const [row] = await rowsOf<{ n: number }>(`SELECT count(*) AS n FROM customers ${where}`, binds, PLANNED_PER_TERM);
+        return row!.n;
+      });
       if (offset >= total) return { items: [], total };
-      const direction = query.direction === 'asc' ? 'ASC' : 'DESC';
-      const page = `SELECT * FROM customers ${where} ORDER BY ${SORT_SQL[query.sort]} ${direction}, id ${direction}
-        LIMIT $${binds.length + 1} OFFSET $${binds.length + 2}`;
-      const rows = await sql.unsafe<CustomerRow[]>(page, [...binds, query.limit, offset] as never[], term === '' ? undefined : PLANNED_PER_TERM);
-      return { items: rows.map(toCustomer), total };
+      const common = PRINTABLE_ASCII.test(term) && total >= (await filteredTotal(status, key)) * COMMON_SHARE;
+      if (common) return { items: (await commonPage(where, binds, order, query.limit, offset)).map(toCustomer), total };
+      if (total > REMEMBERED_IDS) {
+        const page = `SELECT ${PAGE_COLUMNS} FROM customers ${where} ORDER BY ${order} LIMIT $${binds.length + 1} OFFSET $${binds.length + 2}`;
+        return { items: (await rowsOf<CustomerRow>(page, [...binds, query.limit, offset], PLANNED_PER_TERM)).map(toCustomer), total };
+      }
+      // A rare term: its matches sorted once (through the trigram index), then every page from their remembered ids.
+      const ids = await remember(`ids|${status}|${key}|${term}|${query.sort}|${query.direction}`, async () =>
+        (await rowsOf<{ id: number }>(`SELECT id FROM customers ${where} ORDER BY ${order}`, binds, PLANNED_PER_TERM)).map((r) => r.id),
+      );
+      return { items: (await byIds(ids.slice(offset, offset + query.limit))).map(toCustomer), total };
     },
   };
 }

@@ -46,13 +46,13 @@ type PagePlan = 'ordered' | 'trigram' | 'scan' | 'foldscan';
 type Matcher = 'none' | 'trigram' | 'like' | 'fold';
 
 /** Matches at least this share of the filtered base count as common (0.5%). */
-const COMMON_SHARE = 1 / 200;
+export const COMMON_SHARE = 1 / 200;
 
 /** How many searches are remembered for the current data generation. */
-const SEARCH_CACHE_SIZE = 500;
+export const SEARCH_CACHE_SIZE = 500;
 
 /** Rare searches up to this many matches remember their ordered ids, so each page is a few lookups. */
-const REMEMBERED_IDS = 10_000;
+export const REMEMBERED_IDS = 10_000;
 
 /** Names and emails hold no control characters, so a search with one matches nothing. */
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
