@@ -171,9 +171,8 @@ describe('quoting and formulas', () => {
     for (const email of ['tab@control.example.com', 'cr@control.example.com', 'lf@control.example.com']) {
       ids.push((await createCustomer(service, marketer, customerRow({ email, country }))).id);
     }
-    // As another program sharing the database file could have left them.
-    const rename = service.db.prepare('UPDATE customers SET name = ? WHERE id = ?');
-    ['\tTabbed', '\rCarriage', 'Line\nbreak'].forEach((name, i) => rename.run(name, Number(ids[i])));
+    // As another program sharing the database could have left them.
+    for (const [i, name] of ['\tTabbed', '\rCarriage', 'Line\nbreak'].entries()) await service.query('UPDATE customers SET name = ? WHERE id = ?', name, Number(ids[i]));
     const segment = await createSegment(service, marketer, 'Control', inCountry(country));
     const rest = 'Controlland,active,10,1,2026-11-01T00:00:00.000Z\r\n';
     assertCsv(
@@ -359,7 +358,8 @@ describe('a download read slowly while customers change', () => {
     const rows = Array.from({ length: count }, (_, i) => row(i));
     for (let i = 0; i < count; i += 1000) await importRows(service, marketer, rows.slice(i, i + 1000));
     // The ids, to check the order by: read from the table, since an import answers counts, not ids.
-    const idOf = new Map(service.db.prepare('SELECT email, id FROM customers WHERE country_key = ?').raw().all(country.toLowerCase()) as [string, number][]);
+    const stored = await service.query<{ email: string; id: number }>('SELECT email, id FROM customers WHERE country_key = ?', country.toLowerCase());
+    const idOf = new Map(stored.map((r) => [r.email, r.id]));
     assert.equal(idOf.size, count);
     const segment = await createSegment(service, marketer, 'Slow readers', inCountry(country));
 
