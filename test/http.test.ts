@@ -80,6 +80,21 @@ function corsHeaderNames(reply: Reply): string[] {
 // ---------------------------------------------------------------------------------------------
 // Transport failures are problem documents
 
+test('a NUL character in a path id or a filter finds nothing, on either engine: 404 or an empty list, never a 500', async () => {
+  // PostgreSQL's text cannot hold NUL: a statement binding one fails unless the engine guards it (pg-engine.ts).
+  const unknown = ['/v1/customers/imports/%00', '/v1/segments/a%00b', '/v1/campaigns/%00', '/v1/chat/threads/%00', '/v1/webhooks/%00', '/v1/customers/%00'];
+  for (const path of unknown) assertProblem(await service.request('GET', path, { token: adminToken }), 404, 'not_found');
+  for (const path of ['/v1/customers?country=%00', '/v1/customers?search=a%00', '/v1/campaigns?segmentId=%00', '/v1/campaigns?createdBy=%00']) {
+    const reply = await service.request('GET', path, { token: adminToken });
+    assert.equal(reply.status, 200, `${path}: ${reply.text}`);
+    assert.deepEqual([reply.body.items, reply.body.total], [[], 0], path);
+  }
+  const preview = await service.request('POST', '/v1/segments/preview', { token: adminToken, body: { conditions: [{ field: 'country', operator: 'eq', value: 'Ger\u0000many' }] } });
+  assert.equal(preview.status, 200, preview.text);
+  assert.equal(preview.body.matchCount, 0);
+  assertProblem(await service.request('POST', '/v1/auth/refresh', { body: { refreshToken: 'a\u0000b' } }), 401, 'session_expired');
+});
+
 test('an unknown path is 404 not_found as a problem document', async () => {
   const reply = await service.request('GET', '/v1/no-such-thing');
   assertProblem(reply, 404, 'not_found');

@@ -39,6 +39,14 @@ function socketsWithoutDelay() {
   };
 }
 
+/**
+ * Text parameters with NUL characters, which PostgreSQL's text cannot hold (it fails the statement, where SQLite
+ * compares them): each NUL is sent as U+FFFD. No stored value holds either (every text the service stores is
+ * checked free of control characters first), so a lookup of an id or a filter with a NUL finds nothing, as on SQLite,
+ * instead of failing the request.
+ */
+const TEXT_WITHOUT_NUL = { to: 25, from: [25], serialize: (value: unknown) => String(value).replaceAll('\0', '\uFFFD'), parse: (text: string) => text };
+
 interface OpenTransaction {
   tx: postgres.TransactionSql;
   notifications: [channel: string, payload: string][];
@@ -65,8 +73,9 @@ export class PostgresEngine implements Engine<PgSql> {
     // Notices (such as "relation already exists, skipping") are not problems of the service. `socket` is an option
     // postgres.js reads but does not declare in its types.
     const socket = { socket: socketsWithoutDelay() } as {};
-    this.sql = postgres(url, { max, ...socket, onnotice: () => {}, idle_timeout: 60, connection: { application_name: 'campaigns' }, types: { bigint: BIGINT_AS_NUMBER } });
-    this.lockSession = postgres(url, { max: 1, ...socket, onnotice: () => {}, connection: { application_name: 'campaigns locks' }, types: { bigint: BIGINT_AS_NUMBER } });
+    const types = { bigint: BIGINT_AS_NUMBER, text: TEXT_WITHOUT_NUL };
+    this.sql = postgres(url, { max, ...socket, onnotice: () => {}, idle_timeout: 60, connection: { application_name: 'campaigns' }, types });
+    this.lockSession = postgres(url, { max: 1, ...socket, onnotice: () => {}, connection: { application_name: 'campaigns locks' }, types });
     this.onError = onError;
     this.leaders = new AdvisoryLeadership(this.lockSession);
   }
