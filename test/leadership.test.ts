@@ -3,14 +3,14 @@
 // second instance would see). Waits are on the receiver's requests and log lines, never on sleeps.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import { startBackupSchedule } from '../src/backup/index.ts';
 import type { ImportJob } from '../src/customers/index.ts';
 import { LocalLeadership, openSqliteEngine, type SqliteEngine } from '../src/db/engine.ts';
-import { createLogger, type Logger } from '../src/http/logger.ts';
 import { openWebhooks, type Webhooks } from '../src/webhooks/index.ts';
 import { tempDir } from './support/temp-dir.ts';
 import { startWebhookReceiver } from './support/webhook-receiver.ts';
+import { recordingLogger } from './support/recording-logger.ts';
 
 test('the first instance to ask leads a loop, and a sibling asking then is refused', async () => {
   const first = new LocalLeadership();
@@ -52,28 +52,6 @@ test('each loop has its own leader', async () => {
   assert.equal(await second.tryLead('another loop'), true);
   assert.equal(await first.tryLead('another loop'), false);
 });
-
-/** A logger keeping its lines, with a wait for the first line that matches. */
-function recordingLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const waiters = new Set<() => void>();
-  const logger: Logger = createLogger('info', (text) => {
-    lines.push(JSON.parse(text) as Record<string, unknown>);
-    for (const wake of waiters) wake();
-  });
-  const waitFor = (matches: (line: Record<string, unknown>) => boolean) =>
-    new Promise<Record<string, unknown>>((resolve) => {
-      const check = () => {
-        const found = lines.find(matches);
-        if (!found) return;
-        waiters.delete(check);
-        resolve(found);
-      };
-      waiters.add(check);
-      check();
-    });
-  return { logger, lines, waitFor };
-}
 
 /** Returns the engine on a new database; the caller closes it. */
 function newEngine(): SqliteEngine {

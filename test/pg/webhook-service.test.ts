@@ -11,10 +11,10 @@ import { createPgCampaignRepository } from '../../src/db/postgres/campaigns.ts';
 import { createPgUserRepository } from '../../src/db/postgres/users.ts';
 import type { ImportJob } from '../../src/customers/index.ts';
 import { AppError } from '../../src/domain/errors.ts';
-import { createLogger, type Logger } from '../../src/http/logger.ts';
 import { openPgWebhooks, type PgWebhooks, type WebhookWithSecret } from '../../src/webhooks/index.ts';
 import { freshInstances } from '../support/postgres.ts';
 import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { recordingLogger } from '../support/recording-logger.ts';
 
 /** The loop the dispatcher leads (src/webhooks/dispatcher.ts). */
 const LEAD = 'webhook-dispatcher';
@@ -30,28 +30,6 @@ before(async () => {
 after(async () => {
   await Promise.all(engines.map((e) => e.close()));
 });
-
-/** A logger that keeps its lines, and resolves a wait once a line matches. */
-function recordingLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const waiters = new Set<() => void>();
-  const logger: Logger = createLogger('info', (text) => {
-    lines.push(JSON.parse(text) as Record<string, unknown>);
-    for (const wake of waiters) wake();
-  });
-  const waitFor = (matches: (line: Record<string, unknown>) => boolean) =>
-    new Promise<Record<string, unknown>>((resolve) => {
-      const check = () => {
-        const found = lines.find(matches);
-        if (!found) return;
-        waiters.delete(check);
-        resolve(found);
-      };
-      waiters.add(check);
-      check();
-    });
-  return { logger, lines, waitFor };
-}
 
 interface Instance {
   webhooks: PgWebhooks;
