@@ -25,12 +25,12 @@ async function createTemplate(url: string): Promise<void> {
 const DIR = 'test/pg';
 /**
  * Files of test/ that do not run on PostgreSQL: they test SQLite itself (its files, backups, connection, in-process
- * change feed and leadership), or nothing stored at all (configuration, parsing, in-memory structures, the model
- * layer). Every other file speaks HTTP to the service and runs on both engines; a test inside one that looks into
- * SQLite is marked `{ skip: SQLITE_ONLY }` (test/helpers.ts).
+ * change feed and leadership, import writer and bulk load), or nothing stored at all (configuration, parsing,
+ * in-memory structures, the model layer). Every other file speaks HTTP to the service and runs, whole, on both
+ * engines: a test that looks inside SQLite belongs in one of these files, not in a file of both.
  */
 const NOT_ON_POSTGRES = new Set([
-  'backup', 'change-source', 'config', 'customers-boundary', 'database', 'engine', 'key-queue', 'leadership', 'llm',
+  'backup', 'change-source', 'config', 'customers-boundary', 'database', 'engine', 'import-writer', 'key-queue', 'leadership', 'llm',
   'process', 'process-state', 'provider-check', 'segment-words', 'sse',
 ]);
 

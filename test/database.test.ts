@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from './support/temp-dir.ts';
+import { assertProblem, requestLogLines, startService } from './helpers.ts';
 import { bulkInsertCustomers, openCustomers, repairInterruptedBulkLoad } from '../src/customers/index.ts';
 import { openDatabase, SCHEMA_VERSION } from '../src/db/database.ts';
 import { SqliteEngine } from '../src/db/engine.ts';
@@ -251,5 +252,35 @@ test('a bulk load that dies before its last transaction is finished by the recov
     assert.equal(db.prepare("SELECT count(*) FROM meta WHERE key = 'bulk_load_from'").pluck().get(), 0);
   } finally {
     db.close();
+  }
+});
+
+// A closed SQLite connection (on PostgreSQL a lost connection is to be 503 unavailable, product.md section 13).
+test('a closed database connection is 500 internal_error on /health and every request, revealing nothing', async () => {
+  const broken = await startService();
+  try {
+    const user = await broken.createUser('marketing_lead');
+    const { accessToken } = await broken.signIn(user.email);
+    broken.db.close(); // every query now throws "The database connection is not open"
+
+    const health = await broken.request('GET', '/health');
+    assertProblem(health, 500, 'internal_error');
+    assert.ok(!/connection is not open/i.test(health.text), health.text);
+
+    const me = await broken.request('GET', '/v1/me', { token: accessToken, headers: { 'x-request-id': 'unexpected-500' } });
+    assertProblem(me, 500, 'internal_error');
+    assert.ok(!/connection is not open/i.test(me.body.detail), me.body.detail);
+    assert.ok(!/connection is not open|\.ts:\d+|at .*\(/i.test(me.text), `the response leaks internals: ${me.text}`);
+    const lines = await requestLogLines(broken, 'unexpected-500');
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]!.status, 500);
+    // The cause goes to the log (same trace id), not to the client.
+    assert.ok(broken.logLines.some((line) => line.level === 'error' && line.traceId === 'unexpected-500'));
+  } finally {
+    try {
+      await broken.close();
+    } catch {
+      // the database was closed above already
+    }
   }
 });

@@ -12,7 +12,7 @@ import type { Db } from '../src/db/database.ts';
 import { openSqliteEngine, type SqliteEngine } from '../src/db/engine.ts';
 import { PostgresEngine } from '../src/db/pg-engine.ts';
 import { migratePostgres, tokenSecretOf } from '../src/db/postgres/migrate.ts';
-import { createUserRepository, type User } from '../src/db/users.ts';
+import { type User } from '../src/db/users.ts';
 import type { Role } from '../src/domain/auth-user.ts';
 import { hashPassword, PRODUCTION_PASSWORD_COST, type PasswordCost } from '../src/domain/passwords.ts';
 import { createLogger } from '../src/http/logger.ts';
@@ -27,8 +27,6 @@ import { createDatabase, dropDatabase } from './support/postgres.ts';
  * database of its own on that server instead of a SQLite file.
  */
 export const ON_POSTGRES = process.env.TEST_DATABASE_URL !== undefined;
-/** The `skip` of a test that looks inside SQLite (its file, its connection, its threads): it runs on SQLite only. */
-export const SQLITE_ONLY = ON_POSTGRES ? 'looks inside SQLite' : false;
 
 export const PASSWORD = 'correct horse battery';
 /** A cheap scrypt cost for tests (about 1 ms a hash); production hashes at `PRODUCTION_PASSWORD_COST`. */
@@ -139,7 +137,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
   // `env: { TOKEN_SECRET: '' }` on PostgreSQL: the secret kept in the database, as a moved deployment has it.
   const tokenSecret = config.tokenSecret ?? (engine.kind === 'postgres' ? await tokenSecretOf(engine) : undefined);
   const sqliteOnly = <T>(get: (engine: SqliteEngine) => T) => () => {
-    if (engine.kind !== 'sqlite') throw new Error('This test looks inside SQLite: give it `{ skip: SQLITE_ONLY }`.');
+    if (engine.kind !== 'sqlite') throw new Error('This test looks inside SQLite: it belongs in a file scripts/test-pg.ts runs on SQLite only.');
     return get(engine);
   };
   const logLines: Record<string, unknown>[] = [];
@@ -267,6 +265,20 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
       if (ownDatabase) await dropDatabase(config.databaseUrl!);
     },
   };
+}
+
+/**
+ * The request log lines written for one trace id. Waits for the first (it is written when the response closes),
+ * then for the line of one more request on a fresh connection: any second line for the trace id would be written
+ * before it.
+ */
+export async function requestLogLines(target: TestService, traceId: string): Promise<Record<string, unknown>[]> {
+  const isRequest = (id: string) => (line: Record<string, unknown>) => line.msg === 'request' && line.traceId === id;
+  await target.waitForLog(isRequest(traceId));
+  const marker = `after-${traceId}`.slice(0, 128);
+  await target.request('GET', '/health', { headers: { 'x-request-id': marker, connection: 'close' } });
+  await target.waitForLog(isRequest(marker));
+  return target.logLines.filter(isRequest(traceId));
 }
 
 /**

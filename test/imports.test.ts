@@ -2,19 +2,9 @@
 // is its own): each request's valid rows are stored exactly once, its failures are reported, and the aggregates, the
 // search index and the segment counts equal a recomputation from the rows. The clock is TestClock's default, 2026-11-20T12:00:00.000Z.
 import assert from 'node:assert/strict';
-import { createReadStream, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import Database from 'better-sqlite3';
-import { bulkInsertCustomers, openCustomers, openImportJobs, type ImportJob } from '../src/customers/index.ts';
-import type { Db } from '../src/db/database.ts';
-import { openSqliteEngine } from '../src/db/engine.ts';
-import { compileConditions } from '../src/domain/segments.ts';
-import { writeCustomersCsv } from '../scripts/csv-file.ts';
-import { syntheticCustomers } from '../scripts/synthetic-customers.ts';
-import { assertProblem, SQLITE_ONLY, startService, type TestService } from './helpers.ts';
-import { assertAggregatesExact, searchNames, segmentCount } from './support/aggregates.ts';
+import { assertProblem, startService, type TestService } from './helpers.ts';
+import { assertAggregatesExact, assertRecomputed, searchNames, segmentCount } from './support/aggregates.ts';
 import { customerRow, importRows } from './support/customers.ts';
 
 const NOW_MS = Date.parse('2026-11-20T12:00:00.000Z');
@@ -33,47 +23,6 @@ function poolRow(n: number) {
     lastActivityDate: new Date(NOW_MS - (n % 90) * DAY_MS - n * 1000).toISOString(),
     status: STATUSES[n % STATUSES.length],
   };
-}
-
-/** Runs one SQL statement (`?` placeholders) and resolves to its rows: a service's `query`, or a SQLite connection's. */
-type Query = (text: string, ...params: unknown[]) => Promise<unknown[]>;
-
-/** The `Query` of a SQLite connection the test opened itself. */
-function queryOf(db: Db): Query {
-  return async (text, ...params) => {
-    const statement = db.prepare(text);
-    if (statement.reader) return statement.all(...params);
-    statement.run(...params);
-    return [];
-  };
-}
-
-/**
- * Asserts that every aggregate table equals a GROUP BY over customers (sums cast back to integers for PostgreSQL) and,
- * on SQLite, that the FTS5 search index holds every customer and passes its integrity check. PostgreSQL keeps its
- * search index (a pg_trgm index on customers) itself: searches over HTTP check it there.
- */
-async function assertRecomputed(query: Query, sqlite: boolean): Promise<void> {
-  assert.deepEqual(
-    await query('SELECT status, customers, amount_cents FROM customer_totals WHERE customers <> 0 ORDER BY status'),
-    await query('SELECT status, count(*) AS customers, CAST(sum(amount_cents) AS BIGINT) AS amount_cents FROM customers GROUP BY status ORDER BY status'),
-  );
-  assert.deepEqual(
-    await query('SELECT status, day, customers, amount_cents FROM customer_days ORDER BY status, day'),
-    await query(`SELECT status, CAST(last_activity_at / ${DAY_MS} AS INTEGER) AS day, count(*) AS customers, CAST(sum(amount_cents) AS BIGINT) AS amount_cents
-                 FROM customers GROUP BY status, day ORDER BY status, day`),
-  );
-  assert.deepEqual(
-    await query('SELECT country_key, status, customers FROM customer_countries ORDER BY country_key, status'),
-    await query('SELECT country_key, status, count(*) AS customers FROM customers GROUP BY country_key, status ORDER BY country_key, status'),
-  );
-  if (!sqlite) return;
-  for (const term of ['imports.example.com', 'example', 'smith', 'a.b']) {
-    const indexed = await query(`SELECT rowid FROM customer_search WHERE customer_search MATCH ? ORDER BY rowid`, `"${term}"`);
-    const stored = await query(`SELECT id AS rowid FROM customers WHERE instr(lower(name || char(10) || email), ?) ORDER BY id`, term);
-    assert.deepEqual(indexed, stored, term);
-  }
-  await query(`INSERT INTO customer_search (customer_search, rank) VALUES ('integrity-check', 0)`);
 }
 
 /** `assertRecomputed` on the database of a service, whichever its engine. */
@@ -145,103 +94,6 @@ describe('imports from concurrent clients', () => {
     assert.deepEqual((await service.request('GET', '/v1/customers/kpis', { token })).body, kpis);
     await assertServiceRecomputed(service);
   });
-});
-
-// The import writer thread and the service connection of SQLite: test/pg/customers.test.ts covers PostgreSQL's writes.
-test('a write on the service connection that commits before an import reply arrives is counted after it, not lost', { skip: SQLITE_ONLY }, async () => {
-  const folder = mkdtempSync(join(tmpdir(), 'campaigns-imports-'));
-  const engine = openSqliteEngine(join(folder, 'i.db'));
-  const { db } = engine;
-  try {
-    const { audience, store: customers } = openCustomers(engine);
-    const record = (n: number) => ({
-      name: `R${n}`,
-      email: `r${n}@order.example.com`,
-      country: 'France',
-      totalTransactions: 1,
-      amountCents: 100,
-      lastActivityAt: NOW_MS,
-      status: 'active' as const,
-    });
-    await customers.insertCustomers([record(0)], new Date(NOW_MS));
-    assert.equal(await audience.count(compileConditions([], new Date(NOW_MS))), 1);
-
-    // Wait, without yielding, until the writer thread has committed: its reply cannot be handled before this write.
-    const other = new Database(db.name, { readonly: true });
-    const generation = other.prepare("SELECT value FROM meta WHERE key = 'customers_generation'").pluck();
-    const before = generation.get() as number;
-    const imported = customers.importCustomers([record(1), record(2)], new Date(NOW_MS));
-    const deadline = Date.now() + 20_000;
-    while ((generation.get() as number) === before) assert.ok(Date.now() < deadline, 'the writer thread never committed');
-    other.close();
-    await customers.insertCustomers([record(3)], new Date(NOW_MS));
-
-    assert.equal(await audience.count(compileConditions([], new Date(NOW_MS))), 4);
-    assert.deepEqual((await imported).length, 2);
-    assert.equal(await audience.count(compileConditions([{ field: 'country', operator: 'eq', value: 'france' }], new Date(NOW_MS))), 4);
-  } finally {
-    db.close();
-    rmSync(folder, { recursive: true, force: true });
-  }
-});
-
-// SQLite's bulk load and its FTS5 index built on a second thread; PostgreSQL's seed is seed.ts's, tested in test/pg/.
-test('a bulk load into an empty database builds the search index on a second thread; later writes keep it exact', { skip: SQLITE_ONLY }, async () => {
-  const folder = mkdtempSync(join(tmpdir(), 'campaigns-bulk-'));
-  const engine = openSqliteEngine(join(folder, 'b.db'));
-  const { db } = engine;
-  try {
-    const customers = [...syntheticCustomers(3000, { seed: 5, now: new Date(NOW_MS) })];
-    assert.equal(bulkInsertCustomers(db, customers, new Date(NOW_MS)), 3000);
-    assert.equal(db.prepare('SELECT count(*) FROM customers').pluck().get(), 3000);
-    await assertRecomputed(queryOf(db), true);
-    const repository = openCustomers(engine).store;
-    await repository.insertCustomers([{ ...customers[0]!, email: 'late.smith@example.com', name: 'Late Smith' }], new Date(NOW_MS));
-    await repository.updateCustomer('7', { name: 'Renamed Smith', email: 'renamed@a.bexample.com' }, new Date(NOW_MS));
-    await repository.deleteCustomer('8');
-    await assertRecomputed(queryOf(db), true);
-    // Adding more to a loaded base goes through the same statements, without the second thread.
-    bulkInsertCustomers(db, syntheticCustomers(500, { seed: 6, now: new Date(NOW_MS), firstSerial: 10_000 }), new Date(NOW_MS));
-    await assertRecomputed(queryOf(db), true);
-  } finally {
-    db.close();
-    rmSync(folder, { recursive: true, force: true });
-  }
-});
-
-// The SQLite import writer's turns; test/pg/import-jobs.test.ts has the same test for PostgreSQL's job chunks.
-test('a CSV job gives way to writes of the service: edits go through while it runs, and its counts and aggregates stay exact', { timeout: 120_000, skip: SQLITE_ONLY }, async () => {
-  const folder = mkdtempSync(join(tmpdir(), 'campaigns-turns-'));
-  const engine = openSqliteEngine(join(folder, 't.db'));
-  const { db } = engine;
-  try {
-    const { store, imports } = openCustomers(engine);
-    const [id] = await store.insertCustomers([{ ...[...syntheticCustomers(1, { seed: 1, now: new Date(NOW_MS), firstSerial: 9_000_000 })][0]!, email: 'edited@turns.example.com' }], new Date(NOW_MS));
-    const file = join(folder, 'job.csv');
-    const rows = 60_000;
-    await writeCustomersCsv(file, rows, { seed: 12, now: new Date(NOW_MS) });
-    let ended: ImportJob | undefined;
-    const jobs = openImportJobs(imports, store, { folder: join(folder, 'uploads'), maxBytes: 1e9, clock: () => new Date(NOW_MS), onEnd: (job) => (ended = job) });
-    await jobs.accept(createReadStream(file)[Symbol.asyncIterator](), { fileName: 'job.csv', declaredBytes: undefined, createdBy: 'test' });
-    // Edits one after another while the job runs: each waits for at most a part of one of the job's transactions.
-    const waits: number[] = [];
-    while (!ended) {
-      const started = performance.now();
-      await store.updateCustomer(id!, { totalTransactions: waits.length + 1 }, new Date(NOW_MS));
-      waits.push(performance.now() - started);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    assert.equal(ended.status, 'completed');
-    assert.deepEqual([ended.rowsRead, ended.imported, ended.skipped], [rows, rows, 0]);
-    assert.ok(waits.length >= 5, `${waits.length} edits during the job`);
-    assert.ok(Math.max(...waits) < 2000, `an edit waited ${Math.round(Math.max(...waits))} ms`);
-    assert.equal((await store.findCustomer(id!))!.totalTransactions, waits.length, 'every edit is stored');
-    assert.equal(db.prepare('SELECT count(*) FROM customers').pluck().get(), rows + 1);
-    await assertRecomputed(queryOf(db), true);
-  } finally {
-    db.close();
-    rmSync(folder, { recursive: true, force: true });
-  }
 });
 
 describe('customers.import with onExisting', () => {
