@@ -96,6 +96,7 @@ export function createApp({ engine, config, tokenSecret = config.tokenSecret, cl
       publicUrl: () => publicUrl,
     },
     imports: { folder: uploads, maxBytes: config.importMaxBytes, cacheMiB: config.cacheMiB.imports },
+    instances: config.instances,
   });
   const { users, segments: segmentRepository, campaigns: campaignRepository, chats: chatRepository, webhooks } = storage;
   const { customers: customerRepository, audience, customerChanges, customerExport } = storage;

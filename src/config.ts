@@ -82,6 +82,11 @@ export interface Config {
   };
   /** ISO 4217 code (upper case) the console shows amounts in; unset: plain amounts, as the API has no currency. */
   currency: string | undefined;
+  /**
+   * PostgreSQL, several instances: each renews its lease every `heartbeatMs`; `leaseMs` after its last renewal an
+   * instance counts as gone, and what it held (idempotency keys, stream slots, import jobs, confirms) passes on.
+   */
+  instances: { leaseMs: number; heartbeatMs: number };
 }
 
 /** The waits before the retries of a webhook delivery: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
@@ -151,6 +156,10 @@ export function loadConfig(env: Env): Config {
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
   // node:http refuses a headers limit longer than the request limit; say so by name rather than with its stack.
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  const leaseMs = integer('INSTANCE_LEASE_MS', 10_000, 100, 600_000);
+  const heartbeatMs = integer('INSTANCE_HEARTBEAT_MS', 2_000, 20, 300_000);
+  // A lease renewed less often than twice in its life expires under a live instance at the first slow heartbeat.
+  if (heartbeatMs * 2 > leaseMs) throw new ConfigError('INSTANCE_HEARTBEAT_MS', `must be at most half of INSTANCE_LEASE_MS (${leaseMs})`);
   const backupDir = text('BACKUP_DIR');
   if (backupDir !== undefined && databaseUrl !== undefined) {
     throw new ConfigError('BACKUP_DIR', "PostgreSQL is backed up with its own tools (pg_dump, base backups): see the README's section \"Backups on PostgreSQL\"; unset BACKUP_DIR");
@@ -205,6 +214,9 @@ export function loadConfig(env: Env): Config {
       timeoutMs: integer('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     },
     currency: currency(text('CURRENCY')),
+    // PostgreSQL only: how an instance tells the others it is alive, and how long after its last word its claims (a
+    // request's idempotency key, a reply stream's slot, an import job, a confirm under way) pass to the others.
+    instances: { leaseMs, heartbeatMs },
   };
 }
 

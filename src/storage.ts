@@ -11,6 +11,7 @@ import { openSqliteEngine, type SqliteEngine } from './db/engine.ts';
 import type { IdempotencyKeyRepository } from './db/idempotency-keys.ts';
 import { createIdempotencyKeyRepository } from './db/idempotency-keys.ts';
 import { PostgresEngine } from './db/pg-engine.ts';
+import { registerInstance } from './db/postgres/instances.ts';
 import { migratePostgres, tokenSecretOf } from './db/postgres/migrate.ts';
 import { createPgCampaignRepository } from './db/postgres/campaigns.ts';
 import { createPgChatRepository } from './db/postgres/chat.ts';
@@ -99,6 +100,8 @@ export interface StorageOptions {
   webhooks: WebhooksOptions;
   /** CSV import jobs: where uploads wait, the largest accepted, and the SQLite import writer's page cache. */
   imports: { folder: string; maxBytes: number; cacheMiB: number };
+  /** PostgreSQL: this instance's lease among the others on the database (db/postgres/instances.ts). */
+  instances: { leaseMs: number; heartbeatMs: number };
 }
 
 /** Returns the users on `engine`: what `npm run user` needs without the rest of the storage. */
@@ -144,7 +147,9 @@ function openSqliteStorage(engine: SqliteEngine, { clock, logger, webhooks: webh
   };
 }
 
-function openPgStorage(engine: PostgresEngine, { clock, logger, webhooks: webhookOptions, imports }: StorageOptions): Storage {
+function openPgStorage(engine: PostgresEngine, { clock, logger, webhooks: webhookOptions, imports, instances }: StorageOptions): Storage {
+  // First: every claim below names this instance, and lives as long as its lease.
+  const instance = registerInstance(engine, { ...instances, onError: (error) => logger.error('instance heartbeat failed', { error: String(error) }) });
   const webhooks = openPgWebhooks(engine, webhookOptions);
   const customers = openPgCustomers(
     engine,
@@ -160,7 +165,7 @@ function openPgStorage(engine: PostgresEngine, { clock, logger, webhooks: webhoo
   return {
     users: usersOn(engine),
     refreshTokens: createPgRefreshTokenRepository(engine),
-    idempotencyKeys: createPgIdempotencyKeyRepository(engine, randomUUID()),
+    idempotencyKeys: createPgIdempotencyKeyRepository(engine, instance.id),
     segments: createPgSegmentRepository(engine),
     campaigns: createPgCampaignRepository(engine, { onMove: webhooks.outbox.campaignMoved }), // webhook events, in the move's transaction
     chats: createPgChatRepository(engine),
@@ -170,9 +175,10 @@ function openPgStorage(engine: PostgresEngine, { clock, logger, webhooks: webhoo
     customerExport: customers.export,
     importJobs: customers.jobs,
     webhooks,
-    ready: customers.ready,
+    ready: Promise.all([instance.ready, customers.ready]).then(() => {}),
     async stop() {
       await Promise.all([webhooks.stop(), customers.close()]);
+      await instance.stop();
     },
   };
 }

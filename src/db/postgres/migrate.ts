@@ -7,11 +7,12 @@ import { ConfigError } from '../../config.ts';
 import type { PgSql, PostgresEngine } from '../pg-engine.ts';
 
 /** The PostgreSQL schema version this release writes. A change to schema.sql comes with one more. */
-export const PG_SCHEMA_VERSION = 1;
+export const PG_SCHEMA_VERSION = 2;
 
 /**
  * Steps that bring a database from version N to N + 1, for changes `CREATE ... IF NOT EXISTS` in schema.sql cannot
- * make by itself (new columns, rewritten data); run before schema.sql, in the same transaction. None yet.
+ * make by itself (new columns, rewritten data); run before schema.sql, in the same transaction. None yet: version 2's
+ * columns (import_jobs.instance_id, chat_actions.running_on) are `ADD COLUMN IF NOT EXISTS` in schema.sql itself.
  */
 const UPGRADES: Record<number, (tx: PgSql) => Promise<void>> = {};
 

@@ -257,6 +257,10 @@ CREATE TABLE IF NOT EXISTS chat_actions (
   updated_at BIGINT NOT NULL
 );
 
+-- A proposal being confirmed: the instance running its operation (a confirm on another instance waits for it, a
+-- reject is refused) until the outcome is stored; an instance whose lease has ended (service_instances) runs no more.
+ALTER TABLE chat_actions ADD COLUMN IF NOT EXISTS running_on TEXT;
+
 -- A message's proposals in order, and the cascade when its message goes.
 CREATE INDEX IF NOT EXISTS chat_actions_by_message ON chat_actions (message_id, seq);
 CREATE INDEX IF NOT EXISTS chat_actions_by_thread ON chat_actions (thread_id);
@@ -280,6 +284,10 @@ CREATE TABLE IF NOT EXISTS import_jobs (
   started_at      BIGINT NOT NULL,
   finished_at     BIGINT
 );
+
+-- The instance that accepted a job: its upload is on that instance's disk, so that instance runs it (in arrival
+-- order across the deployment); a job whose instance's lease has ended is marked interrupted by another.
+ALTER TABLE import_jobs ADD COLUMN IF NOT EXISTS instance_id TEXT;
 
 -- customers.imports.list newest first; the restart finds the jobs still running. (seq: SQLite's implicit rowid.)
 CREATE INDEX IF NOT EXISTS import_jobs_by_status ON import_jobs (status, seq);
@@ -511,3 +519,44 @@ CREATE TABLE IF NOT EXISTS service_secrets (
   value      TEXT NOT NULL,
   created_at BIGINT NOT NULL
 );
+
+-- The instances of the service running on this database (several behind a proxy). Each pushes its lease's end forward
+-- every INSTANCE_HEARTBEAT_MS and deletes its row when it stops; a claim whose owner's lease has ended (an instance
+-- killed, or cut off from the database) is another instance's to take. Times are the database server's clock, so
+-- instances whose clocks disagree still agree on who is alive.
+CREATE TABLE IF NOT EXISTS service_instances (
+  id         TEXT PRIMARY KEY,                  -- a UUID made at each start
+  started_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL                    -- epoch ms: alive until then
+);
+
+-- Epoch milliseconds on the database server's clock (each call: clock_timestamp, not the transaction's start).
+CREATE OR REPLACE FUNCTION campaigns_now_ms() RETURNS BIGINT LANGUAGE sql VOLATILE
+  AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
+
+-- Whether the instance's lease runs: false for an unknown id (a stopped instance's, or one swept long ago).
+CREATE OR REPLACE FUNCTION campaigns_instance_alive(instance TEXT) RETURNS BOOLEAN LANGUAGE sql VOLATILE
+  AS $$ SELECT EXISTS (SELECT 1 FROM service_instances WHERE id = instance AND expires_at > campaigns_now_ms()) $$;
+
+-- Sliding windows of the rate limits every instance counts together (sign-in failures, model calls): the times of a
+-- key's recent events, newest last, at most the limit's count; gone once expires_at (the newest event's window end)
+-- has passed.
+CREATE TABLE IF NOT EXISTS rate_windows (
+  scope      TEXT NOT NULL,                     -- which limit: 'sign_in', 'model_calls'
+  key        TEXT NOT NULL,
+  events     BIGINT[] NOT NULL,                 -- epoch ms of the events within the window
+  expires_at BIGINT NOT NULL,
+  PRIMARY KEY (scope, key)
+);
+CREATE INDEX IF NOT EXISTS rate_windows_by_expiry ON rate_windows (expires_at);
+
+-- Reply streams open now, per user, across instances (CHAT_STREAMS_PER_USER): a slot counts while its instance's
+-- lease runs, so a killed instance's streams stop counting with it.
+CREATE TABLE IF NOT EXISTS stream_slots (
+  id          TEXT PRIMARY KEY,
+  holder      TEXT NOT NULL,                    -- the user
+  instance_id TEXT NOT NULL,
+  acquired_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS stream_slots_by_holder ON stream_slots (holder);
+CREATE INDEX IF NOT EXISTS stream_slots_by_instance ON stream_slots (instance_id);
