@@ -122,6 +122,15 @@ test('config: WEBHOOK_TIMEOUT_MS defaults to 10 s and must be 100 ms to 60 s', (
   assertConfigError({ WEBHOOK_TIMEOUT_MS: '10s' }, 'WEBHOOK_TIMEOUT_MS');
 });
 
+test('config: INSTANCE_LEASE_MS and INSTANCE_HEARTBEAT_MS default to 10 s and 2 s; a heartbeat slower than half the lease is refused', () => {
+  const dir = tempDir();
+  assert.deepEqual(loadConfig({ DATABASE_PATH: join(dir, 'a.db'), TOKEN_SECRET: SECRET }).instances, { leaseMs: 10_000, heartbeatMs: 2_000 });
+  assert.deepEqual(loadConfig({ DATABASE_PATH: join(dir, 'b.db'), TOKEN_SECRET: SECRET, INSTANCE_LEASE_MS: '600', INSTANCE_HEARTBEAT_MS: '300' }).instances, { leaseMs: 600, heartbeatMs: 300 });
+  assertConfigError({ INSTANCE_LEASE_MS: '1000', INSTANCE_HEARTBEAT_MS: '501' }, 'INSTANCE_HEARTBEAT_MS');
+  assertConfigError({ INSTANCE_LEASE_MS: '99' }, 'INSTANCE_LEASE_MS');
+  assertConfigError({ INSTANCE_HEARTBEAT_MS: '2s' }, 'INSTANCE_HEARTBEAT_MS');
+});
+
 test('config: PUBLIC_URL is an http(s) origin with an optional path, kept without trailing slashes; unset by default', () => {
   const load = (env: Record<string, string>) => loadConfig({ DATABASE_PATH: join(tempDir(), 'hooks.db'), TOKEN_SECRET: SECRET, ...env });
   assert.equal(load({}).publicUrl, undefined);
