@@ -1,6 +1,7 @@
 // Configuration from environment variables, validated once at start-up.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { dirname } from 'node:path';
 import { LOG_LEVELS, type LogLevel } from './http/logger.ts';
 
@@ -87,6 +88,8 @@ export interface Config {
    * instance counts as gone, and what it held (idempotency keys, stream slots, import jobs, confirms) passes on.
    */
   instances: { leaseMs: number; heartbeatMs: number };
+  /** TRUSTED_PROXIES: the addresses of the reverse proxies in front, whose X-Forwarded-For names the client. */
+  trustedProxies: string[];
 }
 
 /** The waits before the retries of a webhook delivery: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
@@ -217,6 +220,7 @@ export function loadConfig(env: Env): Config {
     // PostgreSQL only: how an instance tells the others it is alive, and how long after its last word its claims (a
     // request's idempotency key, a reply stream's slot, an import job, a confirm under way) pass to the others.
     instances: { leaseMs, heartbeatMs },
+    trustedProxies: trustedProxies(text('TRUSTED_PROXIES')),
   };
 }
 
@@ -230,6 +234,15 @@ function postgresUrl(raw: string | undefined): string | undefined {
     throw new ConfigError('DATABASE_URL', `expected a postgres:// or postgresql:// URL such as postgres://campaigns@db.example.com/campaigns, got "${raw.replace(/\/\/[^/@]*@/, '//')}"`);
   }
   return raw;
+}
+
+/** Returns the addresses of TRUSTED_PROXIES (comma-separated IPv4 or IPv6 addresses); throws `ConfigError` for anything else. */
+function trustedProxies(raw: string | undefined): string[] {
+  const addresses = (raw ?? '').split(',').map((part) => part.trim()).filter(Boolean);
+  for (const address of addresses) {
+    if (isIP(address) === 0) throw new ConfigError('TRUSTED_PROXIES', `expected comma-separated IP addresses of the proxies in front (such as 127.0.0.1,10.0.0.2), got "${address}"`);
+  }
+  return addresses;
 }
 
 /** Returns CURRENCY upper-cased (`eur` is EUR); throws `ConfigError` unless it is three letters. */

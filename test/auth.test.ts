@@ -450,6 +450,41 @@ describe('sign-in rate limiting', () => {
     }
   });
 
+  /** Sends `count` wrong-password sign-ins for the email at once as if relayed by a proxy for `client`; each must be 401. */
+  async function failSignInsFrom(service: TestService, email: string, count: number, client: string): Promise<void> {
+    const replies = await Promise.all(
+      Array.from({ length: count }, () => service.request('POST', '/v1/auth/sign-in', { body: { email, password: WRONG_PASSWORD }, headers: { 'x-forwarded-for': client } })),
+    );
+    for (const reply of replies) assertProblem(reply, 401, 'invalid_credentials');
+  }
+
+  test('behind a proxy named in TRUSTED_PROXIES the limit counts per client of X-Forwarded-For, not per proxy', async () => {
+    const service = await startService({ env: { TRUSTED_PROXIES: '127.0.0.1,::1' } });
+    try {
+      const user = await service.createUser('lifecycle_marketer');
+      // The proxy appends the address it was reached from: what the client wrote left of it is not believed.
+      await failSignInsFrom(service, user.email, 8, '198.51.100.1, 203.0.113.7');
+      const limited = await service.request('POST', '/v1/auth/sign-in', { body: { email: user.email, password: PASSWORD }, headers: { 'x-forwarded-for': '203.0.113.7' } });
+      assertRateLimited(limited);
+      const other = await service.request('POST', '/v1/auth/sign-in', { body: { email: user.email, password: PASSWORD }, headers: { 'x-forwarded-for': '203.0.113.8' } });
+      assert.equal(other.status, 200, other.text);
+    } finally {
+      await service.close();
+    }
+  });
+
+  test('without TRUSTED_PROXIES an X-Forwarded-For header is ignored: a client cannot escape the limit by writing one', async () => {
+    const service = await startService();
+    try {
+      const user = await service.createUser('lifecycle_marketer');
+      await failSignInsFrom(service, user.email, 8, '203.0.113.7');
+      const reply = await service.request('POST', '/v1/auth/sign-in', { body: { email: user.email, password: PASSWORD }, headers: { 'x-forwarded-for': '203.0.113.8' } });
+      assertRateLimited(reply);
+    } finally {
+      await service.close();
+    }
+  });
+
   test('a successful sign-in clears the failure count: 7 failures, 1 success, then 8 more failures are 401 and only the next is 429', async () => {
     const service = await startService();
     try {

@@ -131,6 +131,14 @@ test('config: INSTANCE_LEASE_MS and INSTANCE_HEARTBEAT_MS default to 10 s and 2 
   assertConfigError({ INSTANCE_HEARTBEAT_MS: '2s' }, 'INSTANCE_HEARTBEAT_MS');
 });
 
+test('config: TRUSTED_PROXIES is a comma-separated list of IP addresses, empty by default', () => {
+  const dir = tempDir();
+  assert.deepEqual(loadConfig({ DATABASE_PATH: join(dir, 'a.db'), TOKEN_SECRET: SECRET }).trustedProxies, []);
+  assert.deepEqual(loadConfig({ DATABASE_PATH: join(dir, 'b.db'), TOKEN_SECRET: SECRET, TRUSTED_PROXIES: ' 10.0.0.2, ::1 ' }).trustedProxies, ['10.0.0.2', '::1']);
+  assertConfigError({ TRUSTED_PROXIES: '10.0.0.0/8' }, 'TRUSTED_PROXIES');
+  assertConfigError({ TRUSTED_PROXIES: 'proxy.internal' }, 'TRUSTED_PROXIES');
+});
+
 test('config: PUBLIC_URL is an http(s) origin with an optional path, kept without trailing slashes; unset by default', () => {
   const load = (env: Record<string, string>) => loadConfig({ DATABASE_PATH: join(tempDir(), 'hooks.db'), TOKEN_SECRET: SECRET, ...env });
   assert.equal(load({}).publicUrl, undefined);

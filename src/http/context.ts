@@ -58,7 +58,7 @@ export function traceIdOf(req: IncomingMessage, newTraceId: () => string): strin
  * Builds the context for one request.
  * Throws `validation_failed` on `path` for a request target that is not an absolute path without empty segments.
  */
-export function createContext(req: IncomingMessage, res: ServerResponse, traceId: string, stopping: AbortSignal): Context {
+export function createContext(req: IncomingMessage, res: ServerResponse, traceId: string, stopping: AbortSignal, clientAddress: string): Context {
   const target = req.url ?? '/';
   // `//v1/me` would parse as a URL with host `v1`: reject empty segments instead of guessing what was meant.
   const pathPart = target.split('?', 1)[0]!;
@@ -82,7 +82,7 @@ export function createContext(req: IncomingMessage, res: ServerResponse, traceId
     path: url.pathname,
     query: url.searchParams,
     traceId,
-    clientAddress: req.socket.remoteAddress ?? 'unknown',
+    clientAddress,
     signal: AbortSignal.any([closed.signal, stopping]),
     params: {},
   };
