@@ -9,10 +9,9 @@ import { createAccessTokens } from './domain/access-tokens.ts';
 import type { AuthUser, Role } from './domain/auth-user.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import { PRODUCTION_PASSWORD_COST, type PasswordCost } from './domain/passwords.ts';
-import { SlidingWindowLimiter } from './domain/rate-limiter.ts';
-import { InMemorySlotPool } from './domain/slot-pool.ts';
 import { compose } from './http/chain.ts';
 import type { Context } from './http/context.ts';
+import { clientAddressOf } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
 import { createListener } from './http/listener.ts';
 import { createLogger, type Logger } from './http/logger.ts';
@@ -101,7 +100,7 @@ export function createApp({ engine, config, tokenSecret = config.tokenSecret, cl
   const { users, segments: segmentRepository, campaigns: campaignRepository, chats: chatRepository, webhooks } = storage;
   const { customers: customerRepository, audience, customerChanges, customerExport } = storage;
   const accessTokens = createAccessTokens(tokenSecret, config.accessTokenTtlSeconds);
-  const signInFailures = new SlidingWindowLimiter({ limit: config.signInMaxFailures, windowMs: config.signInWindowSeconds * 1000 });
+  const signInFailures = storage.rateCounter('sign_in', { limit: config.signInMaxFailures, windowMs: config.signInWindowSeconds * 1000 });
 
   const signInAttempts = failuresPerKey(
     signInFailures,
@@ -119,7 +118,7 @@ export function createApp({ engine, config, tokenSecret = config.tokenSecret, cl
   const versions = campaignVersionOperations({ campaigns: campaignRepository, segments: segmentRepository, audience, model, clock });
   const csvExports = exportOperations({ campaigns: campaignRepository, segments: segmentRepository, customers: customerExport, clock });
   /** One budget per user for everything that calls the model: campaign generation and chat messages. */
-  const modelCalls = callsPerUser(new SlidingWindowLimiter({ limit: config.modelCallsPerMinute, windowMs: 60_000 }), clock);
+  const modelCalls = callsPerUser(storage.rateCounter('model_calls', { limit: config.modelCallsPerMinute, windowMs: 60_000 }), clock);
   /** The route table's operations run as a user: the assistant's read tools and confirmed proposals. */
   const run = operationRunner(() => routes);
   const conversation = createConversation({
@@ -134,7 +133,7 @@ export function createApp({ engine, config, tokenSecret = config.tokenSecret, cl
   });
   const chat = chatOperations({ chats: chatRepository, conversation, model, clock, logger, heartbeatMs: config.chat.heartbeatMs, run });
   /** Reply streams open at once, per user and in all. */
-  const openStreams = concurrentPerUser({ slots: new InMemorySlotPool(config.chat.streamsPerUser, config.chat.streamsTotal), what: 'Too many reply streams open' });
+  const openStreams = concurrentPerUser({ slots: storage.streamSlots(config.chat.streamsPerUser, config.chat.streamsTotal), what: 'Too many reply streams open' });
   const idempotent = idempotentRequests(storage.idempotencyKeys, new LocalInFlightRequests(), clock);
   const system = systemOperations({ engine, routes: () => routes, currency: config.currency });
   const hooks = webhookOperations({ webhooks, clock });
@@ -232,7 +231,7 @@ export function createApp({ engine, config, tokenSecret = config.tokenSecret, cl
 
   const stopping = new AbortController();
   return {
-    listener: createListener(handle, logger, stopping.signal),
+    listener: createListener(handle, logger, stopping.signal, clientAddressOf(config.trustedProxies)),
     routes,
     /** The users, for the first admin made at start-up. */
     users,

@@ -16,6 +16,8 @@ import { migratePostgres, tokenSecretOf } from './db/postgres/migrate.ts';
 import { createPgCampaignRepository } from './db/postgres/campaigns.ts';
 import { createPgChatRepository } from './db/postgres/chat.ts';
 import { createPgIdempotencyKeyRepository } from './db/postgres/idempotency-keys.ts';
+import { createPgRateCounter } from './db/postgres/rate-counters.ts';
+import { createPgSlotPool } from './db/postgres/stream-slots.ts';
 import { createPgRefreshTokenRepository } from './db/postgres/refresh-tokens.ts';
 import { createPgSegmentRepository } from './db/postgres/segments.ts';
 import { createPgUserRepository } from './db/postgres/users.ts';
@@ -38,6 +40,8 @@ import {
   type ImportJobs,
 } from './customers/index.ts';
 import type { Clock } from './domain/clock.ts';
+import { SlidingWindowLimiter, type RateCounter, type RateLimit } from './domain/rate-limiter.ts';
+import { InMemorySlotPool, type SlotPool } from './domain/slot-pool.ts';
 import type { Logger } from './http/logger.ts';
 import { openPgWebhooks, openWebhooks, type AnyWebhooks, type WebhooksOptions } from './webhooks/index.ts';
 
@@ -73,6 +77,10 @@ export interface Storage {
   refreshTokens: RefreshTokenRepository;
   /** The idempotency keys, claimed under this process's own owner id. */
   idempotencyKeys: IdempotencyKeyRepository;
+  /** A rate limit's counter (`scope` names the limit), counted across every instance on PostgreSQL, in this process on SQLite. */
+  rateCounter(scope: string, rule: RateLimit): RateCounter;
+  /** Reply-stream slots: `perHolder` counted across every instance on PostgreSQL; `total` is each process's own cap. */
+  streamSlots(perHolder: number, total: number): SlotPool;
   segments: SegmentRepository;
   /** The campaigns, whose moves write their webhook events in the move's transaction. */
   campaigns: CampaignRepository;
@@ -133,6 +141,8 @@ function openSqliteStorage(engine: SqliteEngine, { clock, logger, webhooks: webh
     users: usersOn(engine),
     refreshTokens: createRefreshTokenRepository(engine),
     idempotencyKeys: createIdempotencyKeyRepository(engine, randomUUID()),
+    rateCounter: (_scope, rule) => new SlidingWindowLimiter(rule),
+    streamSlots: (perHolder, total) => new InMemorySlotPool(perHolder, total),
     segments: createSegmentRepository(engine),
     campaigns: createCampaignRepository(engine, { onMove: webhooks.outbox.campaignMoved }), // webhook events, in the move's transaction
     chats: createChatRepository(engine),
@@ -159,6 +169,8 @@ function openPgStorage(engine: PostgresEngine, { clock, logger, webhooks: webhoo
       clock,
       onEnd: jobEndLogger(logger),
       onFinish: webhooks.outbox.importFinished, // customers.import_completed, in the transaction that ends the job
+      instance: { id: instance.id, ready: instance.ready, heartbeatMs: instances.heartbeatMs }, // the jobs' owner, in one queue with the others'
+      onError: (error) => logger.error('import job queue failed', { error: String(error) }),
     },
     (error) => logger.error('customer change feed failed', { error: String(error) }),
   );
@@ -166,9 +178,11 @@ function openPgStorage(engine: PostgresEngine, { clock, logger, webhooks: webhoo
     users: usersOn(engine),
     refreshTokens: createPgRefreshTokenRepository(engine),
     idempotencyKeys: createPgIdempotencyKeyRepository(engine, instance.id),
+    rateCounter: (scope, rule) => createPgRateCounter(engine, scope, rule),
+    streamSlots: (perHolder, total) => createPgSlotPool(engine, instance.id, perHolder, total),
     segments: createPgSegmentRepository(engine),
     campaigns: createPgCampaignRepository(engine, { onMove: webhooks.outbox.campaignMoved }), // webhook events, in the move's transaction
-    chats: createPgChatRepository(engine),
+    chats: createPgChatRepository(engine, instance.id),
     customers: customers.store,
     audience: customers.audience,
     customerChanges: customers.feed,

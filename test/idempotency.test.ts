@@ -242,8 +242,10 @@ describe('Idempotency-Key across a restart', () => {
     const database = await keptDatabase('idempotency-gone');
     const fake = await startFakeProvider();
     const env = { LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: 'test-model', LLM_TIMEOUT_MS: '60000' };
-    // Two processes on one database: to the second, the first's running marker is one nobody will finish.
-    const gone = await startService({ ...database.at, env });
+    // Two processes on one database: to the second, the first's running marker is one nobody will finish. (On
+    // PostgreSQL the first is an instance whose lease is ended below, as a killed one's ends; its heartbeat does not
+    // come round again during the test to renew it.)
+    const gone = await startService({ ...database.at, env: { ...env, INSTANCE_HEARTBEAT_MS: '300000', INSTANCE_LEASE_MS: '600000' } });
     const next = await startService({ ...database.at, env });
     t.after(async () => {
       await next.close();
@@ -264,6 +266,7 @@ describe('Idempotency-Key across a restart', () => {
       signal: client.signal,
     }).catch((error: unknown) => error);
     await fake.waitForRequests(1); // the first process holds the key and is stuck in the model call
+    if ('databaseUrl' in database.at) await gone.query('UPDATE service_instances SET expires_at = 0 WHERE id = (SELECT owner FROM idempotency_keys WHERE key = ?)', key);
 
     const taken = await generate(next, token, briefFor(segmentId), key);
     assert.equal(taken.status, 200, taken.text);

@@ -10,14 +10,20 @@ export interface KeyRow {
   body: string | null;
 }
 
-/** What a request with a key finds. */
+/**
+ * What a request with a key finds. `running` with `elsewhere`: the request runs in another live instance of the
+ * service, which this process cannot watch (see `settledElsewhere`); without it, in this process.
+ */
 export type Claim =
   | { kind: 'claimed' }
   | { kind: 'replay'; status: number; body: string }
-  | { kind: 'running' }
+  | { kind: 'running'; elsewhere?: true }
   | { kind: 'mismatch' };
 
-/** The Idempotency-Key records of this process (`owner`); markers of another process are taken over. */
+/**
+ * The Idempotency-Key records of this process (`owner`). A marker of another process is taken over when that process
+ * is gone (on SQLite always: another process there is one that stopped or crashed), and waited for while it lives.
+ */
 export interface IdempotencyKeyRepository {
   /**
    * Claims the key for this request, or says what holds it, in one transaction; expired keys are swept first.
@@ -29,6 +35,11 @@ export interface IdempotencyKeyRepository {
   completeKey(userId: string, key: string, status: number, body: string): Promise<void>;
   /** Forgets a claimed key whose request failed, so a retry runs again. */
   releaseKey(userId: string, key: string): Promise<void>;
+  /**
+   * Resolves once the key is no longer held by another live process (after a claim found it `running` `elsewhere`):
+   * its reply stored, its key released, or its process gone. Rejects with the signal's reason when `signal` aborts.
+   */
+  settledElsewhere(userId: string, key: string, signal?: AbortSignal): Promise<void>;
 }
 
 /** Returns the idempotency key queries, prepared once. `owner` names this process, so markers of a crashed one are taken over. */
@@ -69,5 +80,8 @@ export function createIdempotencyKeyRepository(engine: SqliteEngine, owner: stri
     async releaseKey(userId, key) {
       await engine.write(() => release.run(userId, key, owner));
     },
+
+    // Never asked: a claim here takes over every other process's marker, so none is ever running `elsewhere`.
+    async settledElsewhere() {},
   };
 }

@@ -1,5 +1,6 @@
-// Rate counters: a sliding window of events per key. The interface lets instances share one store later; the
-// implementation here keeps the window in this process's memory, bounded in size.
+// Rate counters: a sliding window of events per key. The window's arithmetic is one pure function (`slideWindow`),
+// shared by the counter of one process here and the one every instance shares on PostgreSQL
+// (db/postgres/rate-counters.ts), so both refuse alike and ask for the same Retry-After.
 
 export interface RateLimit {
   /** How many events a key may have within the window. */
@@ -18,6 +19,25 @@ export interface RateCounter {
   reset(key: string): Promise<void>;
 }
 
+/** A key's window after an attempt: the events to keep (oldest first) and the whole seconds to wait (0: recorded). */
+export interface WindowAfterAttempt {
+  wait: number;
+  events: number[];
+}
+
+/**
+ * Slides the window of a key's `events` (epoch ms, oldest first) to `now` and tries to record one more: recorded
+ * (wait 0) while fewer than `limit` events lie within the window, else refused with the whole seconds until the
+ * oldest counted event leaves it. Keeps at most `limit` events: older ones can never decide a refusal.
+ */
+export function slideWindow(events: readonly number[], now: number, rule: RateLimit): WindowAfterAttempt {
+  // Sorted: instances' clocks differ a little, so an event another recorded may lie after `now`.
+  const recent = events.filter((time) => time > now - rule.windowMs).sort((a, b) => a - b);
+  if (recent.length < rule.limit) return { wait: 0, events: [...recent, now].sort((a, b) => a - b).slice(-rule.limit) };
+  const oldest = recent[recent.length - rule.limit] ?? now;
+  return { wait: Math.max(1, Math.ceil((oldest + rule.windowMs - now) / 1000)), events: recent };
+}
+
 /** The rate counter of a single process: the limit is reached when `limit` events lie within the window. */
 export class SlidingWindowLimiter implements RateCounter {
   private readonly events = new Map<string, number[]>();
@@ -29,8 +49,8 @@ export class SlidingWindowLimiter implements RateCounter {
 
   /** See `RateCounter.attempt`; nothing awaits between the check and the record. */
   async attempt(key: string, now: Date): Promise<number> {
-    const wait = this.retryAfterSeconds(key, now);
-    if (wait === 0) this.record(key, now);
+    const { wait, events } = slideWindow(this.events.get(key) ?? [], now.getTime(), this.rule);
+    if (wait === 0) this.record(key, events);
     return wait;
   }
 
@@ -39,23 +59,10 @@ export class SlidingWindowLimiter implements RateCounter {
     this.events.delete(key);
   }
 
-  private retryAfterSeconds(key: string, now: Date): number {
-    const recent = this.recent(key, now.getTime());
-    if (recent.length < this.rule.limit) return 0;
-    const oldest = recent[recent.length - this.rule.limit] ?? now.getTime();
-    return Math.max(1, Math.ceil((oldest + this.rule.windowMs - now.getTime()) / 1000));
-  }
-
-  private record(key: string, now: Date): void {
-    const recent = this.recent(key, now.getTime());
-    recent.push(now.getTime());
+  private record(key: string, events: number[]): void {
     this.events.delete(key); // re-insert so Map order is least recently used first
-    this.events.set(key, recent.slice(-this.rule.limit));
+    this.events.set(key, events);
     if (this.events.size > this.maxKeys) this.evictLeastRecent();
-  }
-
-  private recent(key: string, now: number): number[] {
-    return (this.events.get(key) ?? []).filter((time) => time > now - this.rule.windowMs);
   }
 
   private evictLeastRecent(): void {

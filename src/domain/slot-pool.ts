@@ -1,5 +1,5 @@
-// Slots for long-lived work (reply streams), capped per holder and in all. The interface lets instances share one
-// pool later; the implementation here counts the slots of this process.
+// Slots for long-lived work (reply streams), capped per holder and in all. The implementation here counts the slots
+// of this process; on PostgreSQL, instances share the per-holder count (db/postgres/stream-slots.ts).
 
 /** What `SlotPool.acquire` answers: a held slot to release when the work ends, or which cap refused it. */
 export type SlotClaim = { held: true; release: () => Promise<void> } | { held: false; full: 'holder' | 'pool' };

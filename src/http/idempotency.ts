@@ -14,7 +14,8 @@ const HEADER = 'Idempotency-Key';
 /**
  * Returns the guard: keys are scoped to the user and kept `ttlMs`. The same key, path and body (as canonical JSON) replays
  * the stored reply with `Idempotency-Replayed: true`; another body is `conflict`; a duplicate arriving while the first
- * runs waits for it (`running` says which run). Only successes are stored, so a retry after a failure runs again.
+ * runs waits for it (`running` says which run in this process; the repository waits for another instance's, until the
+ * duplicate's client leaves). Only successes are stored, so a retry after a failure runs again.
  */
 export function idempotentRequests(keys: IdempotencyKeyRepository, running: InFlightRequests, clock: Clock, ttlMs = 24 * 60 * 60 * 1000): Guard {
   const middleware = async (ctx: Context, next: () => Promise<void>): Promise<void> => {
@@ -53,6 +54,11 @@ export function idempotentRequests(keys: IdempotencyKeyRepository, running: InFl
       if (claim.kind === 'replay') {
         ctx.reply = { status: claim.status, headers: { 'idempotency-replayed': 'true' }, body: null, raw: claim.body };
         return;
+      }
+      if (claim.kind === 'running' && claim.elsewhere) {
+        // Another instance runs it: wait for it to store or release the key (or die), then look again.
+        await keys.settledElsewhere(userId, header, ctx.signal);
+        continue;
       }
       if (claim.kind === 'running') {
         const first = running.settled(slot);

@@ -1,5 +1,6 @@
-// Which idempotent requests run right now, so a duplicate can wait for the first instead of running twice. Kept
-// behind an interface so instances can share it later; the implementation here knows this process's requests.
+// Which idempotent requests run right now in this process, so a duplicate can wait for the first instead of running
+// twice. A request running in another instance is the idempotency key repository's to wait for (`settledElsewhere`):
+// only the database sees across instances.
 
 /**
  * The requests running under an idempotency slot (user and key). The answers are synchronous on purpose: the guard
