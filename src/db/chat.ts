@@ -184,11 +184,29 @@ export interface ChatRepository {
   /** Resolves to one proposal of the user's thread; `not_found` when the thread is not the user's or holds no such proposal. */
   getAction(userId: string, threadId: string, actionId: string): Promise<StoredAction>;
   /**
-   * Ends a proposal: confirmed with what its operation answered, or rejected. Resolves to the proposal as it is
-   * afterwards: a proposal already confirmed or rejected is left as it was. `not_found` as `getAction`.
+   * Ends a proposal: confirmed with what its operation answered, or rejected, and lets go of its confirm's claim.
+   * Resolves to the proposal as it is afterwards: a proposal already confirmed or rejected is left as it was, and so is
+   * one another instance is confirming (a rejection finds it still proposed). `not_found` as `getAction`.
    */
   settleAction(userId: string, threadId: string, actionId: string, outcome: ActionOutcome, now: Date): Promise<StoredAction>;
+  /**
+   * Claims the running of a proposal's confirm for this instance (after `getAction` found it the user's and
+   * proposed): `claimed`, or `elsewhere` while another live instance runs it, or `settled` when it is no longer
+   * proposed (or gone). This instance's own steps on a proposal are kept apart by the caller; the claim keeps them
+   * apart from the other instances'.
+   */
+  claimConfirm(actionId: string): Promise<ConfirmClaim>;
+  /** Lets go of this instance's claim on a proposal whose confirm failed: it stays proposed, for anyone to confirm. */
+  releaseConfirm(actionId: string): Promise<void>;
+  /**
+   * Resolves once the proposal no longer runs on another live instance: settled, released after a failure, or its
+   * runner's lease ended. Rejects with the signal's reason when it aborts first.
+   */
+  whileConfirmingElsewhere(actionId: string, signal: AbortSignal): Promise<void>;
 }
+
+/** What claiming a proposal's confirm found: see `ChatRepository.claimConfirm`. */
+export type ConfirmClaim = 'claimed' | 'elsewhere' | 'settled';
 
 /** Returns the chat repository, its statements prepared once. */
 export function createChatRepository(engine: SqliteEngine): ChatRepository {
@@ -327,5 +345,14 @@ export function createChatRepository(engine: SqliteEngine): ChatRepository {
         return action(userId, threadId, actionId);
       });
     },
+
+    // One process runs on a SQLite file: the route's own queue per proposal is the whole story, so every claim holds.
+    async claimConfirm() {
+      return 'claimed';
+    },
+
+    async releaseConfirm() {},
+
+    async whileConfirmingElsewhere() {},
   };
 }

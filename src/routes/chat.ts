@@ -54,6 +54,12 @@ type Confirmed = { action: ChatAction; result: unknown };
 /** A confirm under way: what it will answer, and the signal of the request running it. */
 type ConfirmRun = { answer: Promise<Confirmed>; signal: AbortSignal };
 
+/** What a confirm finds: the stored answer, a run of this process (its own or another request's), or another instance's run. */
+type FoundConfirm = { stored: Confirmed } | { run: ConfirmRun; own: boolean } | { elsewhere: true };
+
+/** The conflict of rejecting a proposal that is confirmed or being confirmed. */
+const confirmedAlready = () => new AppError('conflict', 'This proposal was confirmed already; it cannot be rejected.');
+
 const NOT_YOURS = 'Threads are private: one that belongs to another user is not found, like one that does not exist.';
 
 /** Returns the chat operations. */
@@ -208,6 +214,12 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
       for (;;) {
         const found = await proposals(params.actionId, () => findConfirm(params.id, params.actionId, user, ctx));
         if ('stored' in found) return found.stored;
+        if ('elsewhere' in found) {
+          // Another instance runs it: once it has stored the outcome (answered as stored) or let go (its run failed, or
+          // its lease ended: then this one runs it), look again.
+          await chats.whileConfirmingElsewhere(params.actionId, ctx.signal);
+          continue;
+        }
         try {
           return await found.run.answer;
         } catch (error) {
@@ -218,13 +230,21 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     },
   });
 
-  /** What a confirm finds (one step of the proposal's queue): the stored answer, or a run to wait for, started by it or another. */
-  async function findConfirm(threadId: string, actionId: string, user: AuthUser, ctx: Context): Promise<{ stored: Confirmed } | { run: ConfirmRun; own: boolean }> {
+  /**
+   * What a confirm finds (one step of the proposal's queue): the stored answer, a run of this process to wait for,
+   * started by it or another request, or another instance running it.
+   */
+  async function findConfirm(threadId: string, actionId: string, user: AuthUser, ctx: Context): Promise<FoundConfirm> {
     const action = await chats.getAction(user.id, threadId, actionId);
     if (action.status === 'confirmed') return { stored: { action: shown(action), result: action.result } };
     if (action.status === 'rejected') throw new AppError('conflict', 'This proposal was rejected; ask the assistant for a new one.');
     const pending = confirming.get(action.id);
-    return pending ? { run: pending, own: false } : { run: confirmNow(threadId, action, user, ctx), own: true };
+    if (pending) return { run: pending, own: false };
+    const claim = await chats.claimConfirm(action.id);
+    if (claim === 'elsewhere') return { elsewhere: true };
+    // Settled by another instance since it was read: read it again, now confirmed or rejected.
+    if (claim === 'settled') return findConfirm(threadId, actionId, user, ctx);
+    return { run: confirmNow(threadId, action, user, ctx), own: true };
   }
 
   /** Starts running a proposal's operation as the user and storing what it answered; a confirm meanwhile waits for it. */
@@ -238,6 +258,10 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
           confirming.delete(action.id);
           return { action: shown(settled), result: settled.result };
         });
+      } catch (error) {
+        // Still under way here, so no confirm of this process claims it meanwhile: another instance may now run it.
+        await chats.releaseConfirm(action.id).catch((releaseError: unknown) => logger.error('releasing a confirm failed', { actionId: action.id, error: String(releaseError) }));
+        throw error;
       } finally {
         confirming.delete(action.id);
       }
@@ -259,8 +283,11 @@ export function chatOperations({ chats, conversation, model, clock, logger, hear
     async handle({ params, user }) {
       return await proposals(params.actionId, async () => {
         const action = await chats.getAction(user.id, params.id, params.actionId);
-        if (action.status === 'confirmed' || confirming.has(action.id)) throw new AppError('conflict', 'This proposal was confirmed already; it cannot be rejected.');
-        return { action: shown(await chats.settleAction(user.id, params.id, action.id, { status: 'rejected' }, clock())) };
+        if (action.status === 'confirmed' || confirming.has(action.id)) throw confirmedAlready();
+        const settled = await chats.settleAction(user.id, params.id, action.id, { status: 'rejected' }, clock());
+        // Another instance is confirming it, or has just confirmed it: it stays as that leaves it.
+        if (settled.status !== 'rejected') throw confirmedAlready();
+        return { action: shown(settled) };
       });
     },
   });

@@ -25,7 +25,7 @@ let sqlite: SqliteEngine;
 
 before(async () => {
   engines = await freshInstances('chat');
-  chats = engines.map(createPgChatRepository);
+  chats = engines.map((engine) => createPgChatRepository(engine, randomUUID()));
   sqlite = openSqliteEngine(join(tempDir(), 'chat.db'));
 });
 after(async () => {

@@ -6,11 +6,16 @@
 // - a thread deleted while messages are added: the DELETE and that UPDATE take the same row lock, so an addition
 //   either commits before the delete (whose cascade then removes its messages) or finds no thread (`not_found`);
 // - a proposal settled twice at once: the UPDATE changes only a row still `proposed`; the second waits for the first
-//   to commit, finds the row no longer proposed, changes nothing, and reads what the first stored.
+//   to commit, finds the row no longer proposed, changes nothing, and reads what the first stored;
+// - a proposal confirmed on two instances at once: each instance keeps its own confirms of a proposal apart, and
+//   `running_on` keeps the instances apart: the first to set it runs the operation, the others wait for it to settle
+//   or let go (a NOTIFY on CONFIRM_CHANNEL, or a poll that also sees its lease end), and a rejection meanwhile changes
+//   nothing. A runner whose lease ends while it still runs (cut off from the database) may see another run it too.
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_THREAD_TITLE, titleFromMessage } from '../../domain/chat.ts';
 import {
   asStored,
+  type ConfirmClaim,
   isTruncated,
   noAction,
   notFound,
@@ -92,19 +97,69 @@ async function insertMessages(tx: PgSql, threadId: string, messages: readonly Ne
   return ids;
 }
 
-/** Settles the proposal if it is still proposed; a settled one, or none, is left as it is. */
-async function settleIfProposed(tx: PgSql, userId: string, threadId: string, actionId: string, outcome: ActionOutcome, now: number): Promise<void> {
+/** The channel a proposal's id is sent on when its confirm's claim ends (settled or released), in that transaction. */
+const CONFIRM_CHANNEL = 'chat_actions';
+
+/** How often a confirm waiting on another instance looks again, should a notification be missed or its runner die. */
+const WAIT_POLL_MS = 250;
+
+/**
+ * Settles the proposal if it is still proposed and, for a rejection, no other live instance than `me` is confirming
+ * it; a settled one, or none, is left as it is. Resolves to whether it changed.
+ */
+async function settleIfProposed(tx: PgSql, me: string, userId: string, threadId: string, actionId: string, outcome: ActionOutcome, now: number): Promise<boolean> {
   const confirmed = outcome.status === 'confirmed';
-  await tx`
+  const settled = await tx`
     UPDATE chat_actions a SET status = ${outcome.status}, result = ${confirmed ? JSON.stringify(outcome.result) : null},
-      result_id = ${confirmed ? outcome.resultId : null}, updated_at = ${now}
+      result_id = ${confirmed ? outcome.resultId : null}, updated_at = ${now}, running_on = NULL
     FROM chat_threads t
     WHERE a.id = ${actionId} AND a.thread_id = ${threadId} AND t.id = a.thread_id AND t.user_id = ${userId}
-      AND a.status = 'proposed'`;
+      AND a.status = 'proposed'
+      AND (${confirmed} OR a.running_on IS NULL OR a.running_on = ${me} OR NOT campaigns_instance_alive(a.running_on))`;
+  return settled.count > 0;
 }
 
-/** Returns the chat repository on the PostgreSQL engine. Single reads run on the pool, outside any transaction. */
-export function createPgChatRepository(engine: PostgresEngine): ChatRepository {
+/** Claims the proposal's confirm for `me` unless another live instance holds it; resolves to what it found. */
+async function claimIfFree(tx: PgSql, me: string, actionId: string): Promise<ConfirmClaim> {
+  // `me` may take its own claim again: its own confirms are kept apart in the process, and one left behind (a release
+  // that failed) must not block it.
+  const claimed = await tx`
+    UPDATE chat_actions SET running_on = ${me}
+    WHERE id = ${actionId} AND status = 'proposed'
+      AND (running_on IS NULL OR running_on = ${me} OR NOT campaigns_instance_alive(running_on))`;
+  if (claimed.count > 0) return 'claimed';
+  // A statement of its own: under READ COMMITTED it sees what the claim's holder or a settle committed meanwhile.
+  const [row] = await tx<{ status: string }[]>`SELECT status FROM chat_actions WHERE id = ${actionId}`;
+  return row?.status === 'proposed' ? 'elsewhere' : 'settled';
+}
+
+/** Whether the proposal is still proposed and claimed by a live instance other than `me`. */
+async function runsElsewhere(sql: PgSql, me: string, actionId: string): Promise<boolean> {
+  const [row] = await sql<{ elsewhere: boolean }[]>`
+    SELECT status = 'proposed' AND running_on IS NOT NULL AND running_on <> ${me} AND campaigns_instance_alive(running_on) AS elsewhere
+    FROM chat_actions WHERE id = ${actionId}`;
+  return row?.elsewhere ?? false;
+}
+
+/** Resolves after `ms`, or at once when `wake` is called (it is set for this wait) or the signal aborts. */
+function pause(ms: number, signal: AbortSignal, setWake: (wake: () => void) => void): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+    setWake(done);
+  });
+}
+
+/**
+ * Returns the chat repository on the PostgreSQL engine; `instanceId` (db/postgres/instances.ts) names this instance
+ * in the confirms it claims. Single reads run on the pool, outside any transaction.
+ */
+export function createPgChatRepository(engine: PostgresEngine, instanceId: string): ChatRepository {
   const { sql } = engine;
   return {
     createThread(userId, title, now) {
@@ -182,9 +237,37 @@ export function createPgChatRepository(engine: PostgresEngine): ChatRepository {
     settleAction(userId, threadId, actionId, outcome, now) {
       return engine.write(async (tx) => {
         // Read after the update: under READ COMMITTED this statement sees what a settle that won the race committed.
-        await settleIfProposed(tx, userId, threadId, actionId, outcome, now.getTime());
+        if (await settleIfProposed(tx, instanceId, userId, threadId, actionId, outcome, now.getTime())) engine.notify(CONFIRM_CHANNEL, actionId);
         return actionOf(tx, userId, threadId, actionId);
       });
+    },
+
+    claimConfirm(actionId) {
+      return engine.write((tx) => claimIfFree(tx, instanceId, actionId));
+    },
+
+    async releaseConfirm(actionId) {
+      await engine.write(async (tx) => {
+        const released = await tx`UPDATE chat_actions SET running_on = NULL WHERE id = ${actionId} AND running_on = ${instanceId}`;
+        if (released.count > 0) engine.notify(CONFIRM_CHANNEL, actionId);
+      });
+    },
+
+    async whileConfirmingElsewhere(actionId, signal) {
+      let wake = () => {};
+      const unlisten = engine.listen(CONFIRM_CHANNEL, (payload) => {
+        if (payload === actionId) wake();
+      });
+      try {
+        // A notification sent between a look and the pause that follows it is caught by the poll.
+        while (await runsElsewhere(sql, instanceId, actionId)) {
+          signal.throwIfAborted();
+          await pause(WAIT_POLL_MS, signal, (w) => (wake = w));
+          signal.throwIfAborted();
+        }
+      } finally {
+        unlisten();
+      }
     },
   };
 }
