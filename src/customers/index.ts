@@ -31,7 +31,7 @@ export { AudienceIndex } from './audience/audience-index.ts';
 export { PgAudienceSource } from './postgres/audience-source.ts';
 export { CHANGES_CHANNEL, PgChangeFeed } from './postgres/change-feed.ts';
 export { createPgCustomerExport } from './postgres/export.ts';
-export { createPgImportJobs, type PgImportJobs } from './postgres/import-jobs.ts';
+export { createPgImportJobs, type JobInstance, type PgImportJobs } from './postgres/import-jobs.ts';
 export { createPgCustomerRepository } from './postgres/store.ts';
 export type { Upload } from './imports/jobs.ts';
 export { customersCopyText, nextSeedSerial, seedPostgres, type PgSeedResult } from './postgres/seed.ts';
@@ -87,16 +87,17 @@ export function openCustomers(engine: SqliteEngine, { warm = false, importCacheM
 /** The customer subsystem on PostgreSQL: the CSV import jobs run on the service's pool; `close()` before the engine. */
 export interface PgCustomers extends Omit<Customers, 'imports'> {
   jobs: PgImportJobs;
-  /** Settles once the change feed listens and the jobs a stopped process left running are marked interrupted. */
+  /** Settles once the change feed listens and the jobs of instances gone are marked interrupted. */
   ready: Promise<void>;
   /** Stops the import jobs (the running one after its chunk) and the change feed. */
   close(): Promise<void>;
 }
 
 /**
- * Returns the customer subsystem on PostgreSQL, its import jobs started: the change feed listens to every instance's
- * writes (and catches up from the log), the audience index loads in the background once it does. `onError` is told of
- * failures nobody awaits.
+ * Returns the customer subsystem on PostgreSQL, its import jobs started on `jobOptions.instance` (the service's
+ * instance: its jobs name it, and run in one queue with every other instance's): the change feed listens to every
+ * instance's writes (and catches up from the log), the audience index loads in the background once it does.
+ * `onError` is told of failures nobody awaits.
  */
 export function openPgCustomers(engine: PostgresEngine, jobOptions: PgImportJobsOptions, onError: (error: unknown) => void): PgCustomers {
   const feed = new PgChangeFeed(engine, { onError });
@@ -105,7 +106,7 @@ export function openPgCustomers(engine: PostgresEngine, jobOptions: PgImportJobs
   const started = feed.start();
   started.then(() => audience.warm(), onError);
   const store = createPgCustomerRepository(engine, feed);
-  const jobs = createPgImportJobs(engine, store, feed, jobOptions);
+  const jobs = createPgImportJobs(engine, store, feed, { onError, ...jobOptions });
   const ready = Promise.all([started, jobs.ready]).then(() => {});
   ready.catch(() => {}); // reported by whoever awaits it (the start of the service), or by onError
   return {

@@ -1,9 +1,10 @@
 // kill -9 during a CSV import job on PostgreSQL (issue 34): the real service (`npm start`, test/stress/child-service.ts)
 // on a database of this file's own takes a file of 100,000 rows with bad and repeated rows, is killed once part of it
 // is committed, and is started again on the same database. Then the job is `interrupted` with the counts of what was
-// committed (its `imported` the stored customers, its `skipped` the lines of failures.csv), every stored row is the
-// file's, the aggregates, the top list and an everyone segment equal naive SQL, and importing the same file again
-// stores only the rest. Progress is awaited on events: a trigger this test adds to its own database notifies each
+// committed (its `imported` the stored customers, its `skipped` the lines of failures.csv), marked by the new instance
+// once the killed one's lease (short here: INSTANCE_LEASE_MS) has ended; every stored row is the file's, the
+// aggregates, the top list and an everyone segment equal naive SQL, and importing the same file again stores only the
+// rest. Progress is awaited on events: a trigger this test adds to its own database notifies each
 // commit that changes a job, and the test reads the job over HTTP then; every wait is bounded.
 import assert from 'node:assert/strict';
 import { createWriteStream, readFileSync } from 'node:fs';
@@ -31,6 +32,11 @@ const FAULTS = ['transactions', 'status', 'date', 'amount', 'email'] as const;
 const PROGRESS_MS = 60_000;
 const JOB_MS = 120_000;
 const HTTP_MS = 30_000;
+/** The instances' lease and heartbeat: the killed instance's job is marked within both, by the spec within 30 s. */
+const LEASE_MS = 1_000;
+const HEARTBEAT_MS = 200;
+/** How long the restarted service may take to mark the killed instance's job: the lease and a heartbeat, and room. */
+const SETTLE_MS = LEASE_MS + HEARTBEAT_MS + 5_000;
 const DAY_MS = 86_400_000;
 
 /** A stored customer as the file says it must be (the columns read back from `customers`). */
@@ -154,7 +160,7 @@ after(async () => {
 
 /** Starts the service on the test's database; uploads wait in the test's folder, so a killed job's upload is removed with it. */
 function start(): Promise<ChildService> {
-  return launchService({ DATABASE_URL: url, TMPDIR: dir, ADMIN_EMAIL });
+  return launchService({ DATABASE_URL: url, TMPDIR: dir, ADMIN_EMAIL, INSTANCE_LEASE_MS: String(LEASE_MS), INSTANCE_HEARTBEAT_MS: String(HEARTBEAT_MS) });
 }
 
 /** Uploads the file as a CSV import job; returns its id. */
@@ -298,8 +304,8 @@ test('kill -9 during a CSV job on PostgreSQL: interrupted with the committed cou
   service = await start();
   try {
     token = await signInAdmin(service.url);
-    // At once: the job a killed process left running is marked before the service answers.
-    const interrupted = await getJob(service, token, first);
+    // The killed instance's lease ends at most LEASE_MS after the kill; the new one notices within a heartbeat.
+    const interrupted = await waitForJob(service, token, first, (job) => job.status !== 'running', "the killed instance's job is marked", SETTLE_MS);
     const rows = await storedRows();
     assert.equal(interrupted.status, 'interrupted', JSON.stringify(interrupted));
     assert.ok(interrupted.finishedAt, 'an interrupted job has its finishedAt');

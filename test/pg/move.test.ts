@@ -393,6 +393,9 @@ describe('move-to-postgres', () => {
   test('every table holds the same rows as in SQLite, byte for byte', async () => {
     for (const table of TABLES) {
       const expected = sqliteRows(built.file, table).map((row) => {
+        // The columns only PostgreSQL has (which instance runs a job, or a confirm) are empty: no instance ran them.
+        if (table === 'import_jobs') row = { ...row, instance_id: null };
+        if (table === 'chat_actions') row = { ...row, running_on: null };
         if (table === 'import_jobs' && row.status === 'running') return { ...row, status: 'interrupted', finished_at: 'set' };
         if (table === 'meta' && row.key === 'customers_generation') return { ...row, value: built.generation + 1 };
         return row;

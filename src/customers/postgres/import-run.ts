@@ -4,7 +4,9 @@
 // rows and the job's counts, so a crash loses nothing the counts report. Every customer write waits for a chunk from
 // its insert to its commit (the customer writes' turn, taken by the triggers): chunks are sized from the time the
 // last ones held it, so that a write waits about LOCK_TARGET_MS at most. After each commit the change feed catches
-// up, as after every customer write on PostgreSQL.
+// up, as after every customer write on PostgreSQL. Each chunk's transaction first makes sure the job is still this
+// instance's and `running` (job-store.ts claimChunk): an instance cut off from the database past its lease finds its
+// job marked `interrupted` by another, and stops without writing more of it.
 //
 // The job runs on one connection of the pool, reserved for it: the staging table is a temporary table, which lives
 // in its session, and a batch copied once serves several chunks. (Over TCP, each COPY costs about 40 ms however few
@@ -43,8 +45,14 @@ export interface PgJobRunDeps {
   stopping(): boolean;
 }
 
-/** How a run ended: its file read to the end, or not (the reason is its last skipped row), or stopped before its end. */
-export type PgJobEnd = 'completed' | 'failed' | 'stopped';
+/**
+ * How a run ended: its file read to the end, or not (the reason is its last skipped row), stopped before its end, or
+ * cut off because the job is no longer this instance's running job (another instance marked it `interrupted`).
+ */
+export type PgJobEnd = 'completed' | 'failed' | 'stopped' | 'gone';
+
+/** Thrown inside a chunk's transaction when the job is no longer this instance's: the chunk is rolled back. */
+class JobGone extends Error {}
 
 /** The batch being written: its records unpacked (with their lines) and as staged. */
 interface Staged {
@@ -117,6 +125,7 @@ export async function runPgCsvJob(job: JobToRun, path: string, deps: PgJobRunDep
     }
     const result = await attempt(() =>
       inTransaction(on, async (tx) => {
+        if (!(await deps.jobs.claimChunk(tx, job.seq))) throw new JobGone(`Import job ${job.id} is no longer this instance's.`);
         const written = staged && (await insertStaged(tx, staged.staged, from, to, job.startedAt, job.onExisting));
         const counts = { bytes: reach, rows, imported: 0, updated: 0 };
         const also: SkippedRow[] = [];
@@ -166,6 +175,9 @@ export async function runPgCsvJob(job: JobToRun, path: string, deps: PgJobRunDep
       }
       await commit(conn, end);
     }
+  } catch (error) {
+    if (error instanceof JobGone) return 'gone';
+    throw error;
   } finally {
     parsed.close();
     // The pooled connection goes back without the job's rows.
