@@ -402,7 +402,7 @@ describe('chat in the machine description', () => {
         'post /v1/chat/threads/{id}/actions/{actionId}/reject chat.actions.reject',
       ]);
       const byId = (id: string) => chat.find((op) => op.operationId === id);
-      assert.deepEqual(Object.keys(byId('chat.threads.delete').responses), ['200', '401', '404', '500']);
+      assert.deepEqual(Object.keys(byId('chat.threads.delete').responses), ['200', '401', '404', '500', '503']);
       assert.deepEqual(Object.keys(byId('chat.messages.send').responses), ['200', '400', '401', '404', '413', '415', '429', '500', '502', '503']);
       const stream = byId('chat.messages.stream');
       assert.ok(stream.responses['429'], 'the stream documents rate_limited');

@@ -255,8 +255,9 @@ test('a bulk load that dies before its last transaction is finished by the recov
   }
 });
 
-// A closed SQLite connection (on PostgreSQL a lost connection is to be 503 unavailable, product.md section 13).
-test('a closed database connection is 500 internal_error on /health and every request, revealing nothing', async () => {
+// A closed SQLite connection: /health says the instance cannot serve (503 unavailable, as on PostgreSQL when no primary
+// answers, product.md section 13); any other request is the service's own failure.
+test('a closed database connection is 503 unavailable on /health and 500 internal_error on every request, revealing nothing', async () => {
   const broken = await startService();
   try {
     const user = await broken.createUser('marketing_lead');
@@ -264,7 +265,8 @@ test('a closed database connection is 500 internal_error on /health and every re
     broken.db.close(); // every query now throws "The database connection is not open"
 
     const health = await broken.request('GET', '/health');
-    assertProblem(health, 500, 'internal_error');
+    assertProblem(health, 503, 'unavailable');
+    assert.equal(health.headers.get('retry-after'), '2');
     assert.ok(!/connection is not open/i.test(health.text), health.text);
 
     const me = await broken.request('GET', '/v1/me', { token: accessToken, headers: { 'x-request-id': 'unexpected-500' } });

@@ -2,10 +2,15 @@
 // runs inside them through AsyncLocalStorage; NOTIFY and LISTEN (postgres.js reconnects its listening connection by
 // itself); leaders through session advisory locks on one reserved connection. Unlike SQLite's, the work inside a
 // transaction here is asynchronous: each statement is a round trip.
+//
+// Failover (product.md section 13): with a multi-host URL and target_session_attrs=read-write, connections find the
+// primary by themselves (pg-sockets.ts); while none is reachable, what runs through `write`, `read` and `ping` fails
+// within seconds with AppError `unavailable` (unavailable.ts), never waits for a primary to come back.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import net from 'node:net';
 import postgres from 'postgres';
 import type { Engine, Leadership } from './engine.ts';
+import { HostSockets } from './pg-sockets.ts';
+import { classifyDatabaseError, databaseUnavailable } from './unavailable.ts';
 
 /** A connection pool, or one of its transactions: what a PostgreSQL repository runs its statements on. */
 export type PgSql = postgres.Sql | postgres.TransactionSql;
@@ -24,28 +29,44 @@ export interface PostgresEngineOptions {
 const BIGINT_AS_NUMBER = { to: 20, from: [20], serialize: (value: number | bigint) => String(value), parse: (text: string) => Number(text) };
 
 /**
- * The sockets of postgres.js's connections, with Nagle's algorithm off: postgres.js connects plain sockets, which
- * hold a small write (a transaction's COMMIT, a COPY's end) until the server acknowledges the previous one, and the
- * server delays that acknowledgement: a two-statement transaction took 1.5 ms instead of 0.6, a COPY 50-90 ms
- * however few its rows. Given `socket`, postgres.js no longer picks the host itself: each new connection here takes
- * the next host of a multi-host URL, as postgres.js would (it asks again when a host refuses or is not read-write).
- */
-function socketsWithoutDelay() {
-  let next = 0;
-  return ({ host, port, path }: { host: string[]; port: number[]; path?: string | false }): net.Socket => {
-    if (path) return net.connect({ path });
-    const i = next++ % host.length;
-    return net.connect({ host: host[i], port: port[i] ?? port[0]!, noDelay: true });
-  };
-}
-
-/**
  * Text parameters with NUL characters, which PostgreSQL's text cannot hold (it fails the statement, where SQLite
  * compares them): each NUL is sent as U+FFFD. No stored value holds either (every text the service stores is
  * checked free of control characters first), so a lookup of an id or a filter with a NUL finds nothing, as on SQLite,
  * instead of failing the request.
  */
 const TEXT_WITHOUT_NUL = { to: 25, from: [25], serialize: (value: unknown) => String(value).replaceAll('\0', '\uFFFD'), parse: (text: string) => text };
+
+/**
+ * Seconds a connection attempt may take (postgres.js waits 30 by default): also how long an attempt waits once every
+ * host has failed (pg-sockets.ts), so that a query waiting for a connection fails within it while no primary answers.
+ */
+const CONNECT_TIMEOUT_S = 2;
+
+/**
+ * Seconds postgres.js waits before connecting again after a connection was lost with an error: its default grows with
+ * each loss up to 20 s, which after a failover would keep the pool away from the promoted primary that long.
+ */
+const reconnectDelay = (losses: number): number => Math.min(0.05 * 2 ** losses, 1);
+
+/**
+ * How long a transaction waits for a connection while no host is reachable before it answers `unavailable`: queued
+ * behind others, it could otherwise wait for several attempts in turn, and a request must answer within 5 seconds.
+ */
+const WAIT_FOR_CONNECTION_MS = 4_000;
+
+/**
+ * `target_session_attrs=read-write` as postgres.js should read it. It skips a host whose `default_transaction_read_only`
+ * is on, but since PostgreSQL 14 a hot standby reports that setting off (it is read only by being in recovery, which it
+ * reports as `in_hot_standby`): postgres.js would settle on the standby, every write failing there. `primary` (not in
+ * hot standby) is what it checks right; a primary set read only by default would still fail its writes, visibly.
+ */
+function sessionAttributes(url: string): { target_session_attrs?: 'primary' } {
+  const query = url.includes('?') ? new URLSearchParams(url.slice(url.indexOf('?') + 1)) : undefined;
+  return query?.get('target_session_attrs') === 'read-write' ? { target_session_attrs: 'primary' } : {};
+}
+
+/** Thrown into a transaction that started after its caller had been answered `unavailable`: it rolls back. */
+class Abandoned extends Error {}
 
 interface OpenTransaction {
   tx: postgres.TransactionSql;
@@ -68,14 +89,16 @@ export class PostgresEngine implements Engine<PgSql> {
   private readonly onError: (error: unknown) => void;
   /** Listeners being stopped: closing waits for them, so that no UNLISTEN is sent on a closed connection. */
   private readonly stopping = new Set<Promise<void>>();
+  private readonly sockets = new HostSockets();
 
   constructor(url: string, { max = 10, onError = () => {} }: PostgresEngineOptions = {}) {
     // Notices (such as "relation already exists, skipping") are not problems of the service. `socket` is an option
-    // postgres.js reads but does not declare in its types.
-    const socket = { socket: socketsWithoutDelay() } as {};
+    // postgres.js reads but does not declare in its types; the LISTEN connection postgres.js makes inherits it.
+    const socket = { socket: this.sockets.connect } as {};
+    const common = { ...socket, onnotice: () => {}, connect_timeout: CONNECT_TIMEOUT_S, backoff: reconnectDelay, ...sessionAttributes(url) };
     const types = { bigint: BIGINT_AS_NUMBER, text: TEXT_WITHOUT_NUL };
-    this.sql = postgres(url, { max, ...socket, onnotice: () => {}, idle_timeout: 60, connection: { application_name: 'campaigns' }, types });
-    this.lockSession = postgres(url, { max: 1, ...socket, onnotice: () => {}, connection: { application_name: 'campaigns locks' }, types });
+    this.sql = postgres(url, { max, ...common, idle_timeout: 60, connection: { application_name: 'campaigns' }, types });
+    this.lockSession = postgres(url, { max: 1, ...common, connection: { application_name: 'campaigns locks' }, types });
     this.onError = onError;
     this.leaders = new AdvisoryLeadership(this.lockSession);
   }
@@ -84,18 +107,51 @@ export class PostgresEngine implements Engine<PgSql> {
     return this.leaders;
   }
 
-  /** Runs `work` in one transaction (READ COMMITTED); inside another transaction of this engine, joins it. */
+  /**
+   * Runs `work` in one transaction (READ COMMITTED); inside another transaction of this engine, joins it. Throws
+   * AppError `unavailable` when no primary is reachable.
+   */
   async write<T>(work: (tx: PgSql) => T): Promise<Awaited<T>> {
     const open = this.open.getStore();
     if (open) return await work(open.tx);
-    return (await this.sql.begin((tx) => this.inTransaction(tx, work))) as Awaited<T>;
+    return this.begin('', work);
   }
 
-  /** Runs `work` in a read-only REPEATABLE READ transaction: every statement of it sees one snapshot. */
+  /** Runs `work` in a read-only REPEATABLE READ transaction: every statement of it sees one snapshot. Throws as `write`. */
   async read<T>(work: (tx: PgSql) => T): Promise<Awaited<T>> {
     const open = this.open.getStore();
     if (open) return await work(open.tx);
-    return (await this.sql.begin('isolation level repeatable read read only', (tx) => this.inTransaction(tx, work))) as Awaited<T>;
+    return this.begin('isolation level repeatable read read only', work);
+  }
+
+  /**
+   * Runs `work` in a new transaction. Waiting for a connection ends with `unavailable` after WAIT_FOR_CONNECTION_MS
+   * when no host is reachable; the transaction, should it start later all the same, then rolls back at once: its
+   * caller was told it failed.
+   */
+  private async begin<T>(options: string, work: (tx: PgSql) => T): Promise<Awaited<T>> {
+    let started = false;
+    let abandoned = false;
+    let timer: NodeJS.Timeout | undefined;
+    const transaction = this.sql.begin(options, (tx) => {
+      started = true;
+      if (abandoned) throw new Abandoned('the caller was answered unavailable');
+      return this.inTransaction(tx, work);
+    }) as Promise<Awaited<T>>;
+    const waited = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        if (started || this.sockets.reachable) return; // connected, or a busy pool: the wait is not an outage's
+        abandoned = true;
+        reject(databaseUnavailable());
+      }, WAIT_FOR_CONNECTION_MS);
+    });
+    try {
+      return await Promise.race([transaction, waited]);
+    } catch (error) {
+      throw classifyDatabaseError(error);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Runs the work of a transaction, then sends its notifications: only work that succeeded sends, before COMMIT. */
@@ -123,8 +179,10 @@ export class PostgresEngine implements Engine<PgSql> {
     };
   }
 
+  /** Resolves when a primary answers; throws AppError `unavailable` when none is reachable, or the server is a standby. */
   async ping(): Promise<void> {
-    await this.sql`SELECT 1`;
+    const recovering = await this.read(async (tx) => (await tx<{ standby: boolean }[]>`SELECT pg_is_in_recovery() AS standby`)[0]!.standby);
+    if (recovering) throw databaseUnavailable(new Error('connected to a standby: it takes no writes'));
   }
 
   async close(): Promise<void> {

@@ -15,6 +15,7 @@ export const ERROR_CODES = [
   'internal_error',
   'llm_error',
   'llm_unavailable',
+  'unavailable',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -20,7 +20,7 @@ function describe(error: unknown): string {
  * Returns a `node:http` request listener running `handle` and writing what it answered, turning anything thrown
  * into a problem document. Every 5xx is logged with its cause; `stopping` aborts every request's signal.
  */
-export function createListener(handle: (ctx: Context) => Promise<void>, logger: Logger, stopping: AbortSignal) {
+export function createListener(handle: (ctx: Context) => Promise<void>, logger: Logger, stopping: AbortSignal, clientAddressOf: (req: IncomingMessage) => string) {
   const fail = (res: ServerResponse, error: unknown, traceId: string) => {
     const problem = sendProblem(res, error, traceId);
     if (problem.status < 500) return;
@@ -49,7 +49,7 @@ export function createListener(handle: (ctx: Context) => Promise<void>, logger: 
       });
     });
     try {
-      ctx = createContext(req, res, traceId, stopping);
+      ctx = createContext(req, res, traceId, stopping, clientAddressOf(req));
     } catch (error) {
       req.resume();
       fail(res, error, traceId);
@@ -64,7 +64,8 @@ export function createListener(handle: (ctx: Context) => Promise<void>, logger: 
         else fail(res, new Error(`${current.method} ${current.path} ended without a reply`), traceId);
       },
       (error: unknown) => {
-        if (isClientAbort(error) || (res.destroyed && current.signal.aborted)) {
+        // A reset once the request was whole is not the client's: the database's connection (503 unavailable).
+        if ((isClientAbort(error) && !req.complete) || (res.destroyed && current.signal.aborted)) {
           res.destroy();
           return;
         }

@@ -45,13 +45,16 @@ function jsonSchema(schema: v.GenericSchema, typeMode: 'input' | 'output', inlin
   return rest;
 }
 
-/** Every failure a route can answer with: its own, plus validation, authentication, role and internal ones. */
+/**
+ * Every failure a route can answer with: its own, plus validation, authentication, role and internal ones. A route
+ * that needs a token reads its user from the database, so it can also answer `unavailable` (no database reachable).
+ */
 export function problemCodes(route: Route): ErrorCode[] {
   const op = route.operation;
   const codes = new Set<ErrorCode>([...(op.problems ?? []), ...route.guards.flatMap((g) => g.problems)]);
   if (op.body || op.query || op.params) codes.add('validation_failed');
   if (op.body) codes.add('payload_too_large').add('unsupported_media_type');
-  if (route.access !== 'public') codes.add('unauthenticated');
+  if (route.access !== 'public') codes.add('unauthenticated').add('unavailable');
   if (Array.isArray(route.access)) codes.add('forbidden');
   codes.add('internal_error');
   return [...codes].sort((a, b) => PROBLEMS[a].status - PROBLEMS[b].status);
@@ -98,6 +101,7 @@ const SUCCESS_HEADERS = (route: Route): JsonSchema => Object.assign({}, ...route
 /** Headers that come with particular problems. */
 const PROBLEM_HEADERS: Partial<Record<ErrorCode, JsonSchema>> = {
   rate_limited: { 'Retry-After': { description: 'Whole seconds to wait.', schema: { type: 'integer', minimum: 1 } } },
+  unavailable: { 'Retry-After': { description: 'With `unavailable`: whole seconds to wait before trying again (1 to 5).', schema: { type: 'integer', minimum: 1, maximum: 5 } } },
   method_not_allowed: { Allow: { description: 'The methods the path has, comma-separated.', schema: { type: 'string' } } },
 };
 

@@ -1,5 +1,6 @@
 // The one place that knows which error code means which HTTP status, the problem document shape, and the headers
 // some problems carry.
+import { classifyDatabaseError, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../db/unavailable.ts';
 import { AppError, type ErrorCode, type FieldError } from '../domain/errors.ts';
 
 export const PROBLEMS: Record<ErrorCode, { status: number; title: string }> = {
@@ -17,6 +18,7 @@ export const PROBLEMS: Record<ErrorCode, { status: number; title: string }> = {
   internal_error: { status: 500, title: 'Internal error' },
   llm_error: { status: 502, title: 'Model reply unusable' },
   llm_unavailable: { status: 503, title: 'Model provider unavailable' },
+  unavailable: { status: 503, title: 'Service unavailable' },
 };
 
 export interface Problem {
@@ -47,19 +49,30 @@ export class HttpError extends AppError {
   }
 }
 
-/** Returns the response headers `error` asks for beside its problem document; none for anything but an HttpError. */
+/**
+ * Returns the response headers `error` asks for beside its problem document: an HttpError's own, and `Retry-After`
+ * for `unavailable` (no database reachable: a promotion takes seconds); none for anything else.
+ */
 export function problemHeaders(error: unknown): Record<string, string> {
   const headers: Record<string, string> = {};
-  if (!(error instanceof HttpError)) return headers;
+  if (!(error instanceof HttpError)) {
+    const known = classifyDatabaseError(error);
+    if (known instanceof AppError && known.code === 'unavailable') headers['retry-after'] = String(UNAVAILABLE_RETRY_AFTER_SECONDS);
+    return headers;
+  }
   const { retryAfterSeconds, allow } = error.headers;
   if (retryAfterSeconds !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfterSeconds)));
   if (allow) headers.allow = allow.join(', ');
   return headers;
 }
 
-/** Returns the RFC 9457 problem document for any thrown value; unknown errors become a generic `internal_error`. */
+/**
+ * Returns the RFC 9457 problem document for any thrown value: a database that cannot be reached is `unavailable`,
+ * other unknown errors become a generic `internal_error`.
+ */
 export function toProblem(error: unknown, traceId: string): Problem {
-  const known = error instanceof AppError ? error : new AppError('internal_error', 'The server failed to handle this request.');
+  const classified = classifyDatabaseError(error);
+  const known = classified instanceof AppError ? classified : new AppError('internal_error', 'The server failed to handle this request.');
   const { status, title } = PROBLEMS[known.code];
   const problem: Problem = { type: `urn:problem:${known.code}`, title, status, detail: known.message, code: known.code, traceId };
   if (known.extra.errors) problem.errors = known.extra.errors;

@@ -36,7 +36,7 @@ export function authOperations({ users, refreshTokens, accessTokens, config, clo
     tag: 'auth',
     body: SignInRequest,
     response: Session,
-    problems: ['invalid_credentials'],
+    problems: ['invalid_credentials', 'unavailable'],
     async handle({ body }) {
       const found = await users.findCredentials(body.email);
       // Unknown emails are checked against a dummy hash so both cases take the same time.
@@ -55,7 +55,7 @@ export function authOperations({ users, refreshTokens, accessTokens, config, clo
     tag: 'auth',
     body: RefreshTokenRequest,
     response: Session,
-    problems: ['session_expired'],
+    problems: ['session_expired', 'unavailable'],
     async handle({ body }) {
       const now = clock();
       const exchange = await refreshTokens.exchangeToken(body.refreshToken, now, config.refreshTokenTtlSeconds);

@@ -1,6 +1,7 @@
 // Health check, the machine description, and the settings the console shows by.
 import * as v from 'valibot';
 import type { Engine } from '../db/engine.ts';
+import { databaseUnavailable } from '../db/unavailable.ts';
 import { AppError } from '../domain/errors.ts';
 import { buildOpenApi } from '../http/openapi.ts';
 import { operation, publicOperation, type Route } from '../http/operation.ts';
@@ -23,14 +24,19 @@ export function systemOperations({ engine, routes, currency }: { engine: Engine;
   const health = publicOperation({
     operationId: 'system.health',
     summary: 'Answers when the database answers.',
+    description:
+      'While no database that takes writes answers (a primary down, a standby not yet promoted), `503 unavailable` ' +
+      'with `Retry-After`; a proxy can take the instance out of rotation on it.',
     tag: 'system',
     query: NoParameters,
     response: v.object({ status: v.literal('ok') }),
+    problems: ['unavailable'],
     async handle() {
       try {
         await engine.ping();
-      } catch {
-        throw new AppError('internal_error', 'The database does not answer.');
+      } catch (error) {
+        // Whatever failed, this instance cannot serve now: a balancer asking should try another, and again later.
+        throw error instanceof AppError && error.code === 'unavailable' ? error : databaseUnavailable(error);
       }
       return { status: 'ok' };
     },

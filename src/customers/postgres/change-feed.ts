@@ -15,6 +15,7 @@
 // it has published and deletes the generations it had published KEEP_FOR ago; meta.customer_changes_pruned records
 // the highest deleted generation, so a reader still below it knows rows it needs are gone and reloads.
 import type { PostgresEngine } from '../../db/pg-engine.ts';
+import { classifyDatabaseError } from '../../db/unavailable.ts';
 import { ChangeListeners } from '../change-feed.ts';
 import type { CustomerChange, CustomerFacts } from '../store/rows.ts';
 import type { CustomerStatus } from '../../domain/customers.ts';
@@ -122,15 +123,18 @@ export class PgChangeFeed extends ChangeListeners {
   }
 
   /**
-   * Resolves once every write committed before the call is published; rejects when the log cannot be read (or the
-   * feed was never started). Calls made while a read runs share the next one.
+   * Resolves once every write committed before the call is published; rejects when the log cannot be read (AppError
+   * `unavailable` when no primary answers), or the feed was never started. Calls made while a read runs share the next one.
    */
   catchUp(): Promise<void> {
     if (!this.started) return this.starting ? this.starting.then(() => this.catchUp()) : Promise.reject(new Error('The change feed was not started.'));
     if (!this.reading) {
-      this.reading = this.readLog().finally(() => {
-        this.reading = undefined;
-      });
+      // A write awaiting this answers its client with what failed: `unavailable` when no primary answers.
+      this.reading = this.readLog()
+        .catch((error: unknown) => Promise.reject(classifyDatabaseError(error)))
+        .finally(() => {
+          this.reading = undefined;
+        });
       return this.reading;
     }
     // The read under way may have taken its snapshot before this call's write committed: wait for the next one.
