@@ -27,6 +27,9 @@ export interface LogSummary {
   problems: string[];
 }
 
+/** One line of the service's JSON log (src/http/logger.ts). */
+export type LogEntry = { level: string; msg: string; [field: string]: unknown };
+
 export interface ChildService {
   url: string;
   pid: number;
@@ -34,6 +37,8 @@ export interface ChildService {
   log: LogSummary;
   /** Everything the process wrote on stderr so far. */
   stderr(): string;
+  /** Calls `listener` with each JSON line the service logs from now on; returns the function that stops it. */
+  onLog(listener: (entry: LogEntry) => void): () => void;
   /** SIGKILL; resolves once the process is gone. */
   kill(): Promise<Exit>;
   /** SIGTERM; resolves once the process has exited. */
@@ -60,6 +65,8 @@ export async function launchService(env: Record<string, string>, timeoutMs = 30_
   child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
   const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const log: LogSummary = { statuses: new Map(), durations: new Map(), problems: [] };
+  // Listeners rather than a record of every line: a stress test logs hundreds of thousands of requests.
+  const listeners = new Set<(entry: LogEntry) => void>();
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no "listening" line within ${timeoutMs} ms: ${err}`)), timeoutMs);
     let pending = '';
@@ -86,6 +93,7 @@ export async function launchService(env: Record<string, string>, timeoutMs = 30_
           log.durations.get(path)!.push(entry.durationMs!);
         }
         if (entry.level === 'warn' || entry.level === 'error') log.problems.push(line);
+        for (const listener of listeners) listener(entry as LogEntry);
       }
     });
     void exited.then((exit) => {
@@ -97,7 +105,11 @@ export async function launchService(env: Record<string, string>, timeoutMs = 30_
     if (child.exitCode === null && child.signalCode === null) child.kill(name);
     return exited;
   };
-  return { url, pid: child.pid!, exited, log, stderr: () => err, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
+  const onLog = (listener: (entry: LogEntry) => void) => {
+    listeners.add(listener);
+    return () => void listeners.delete(listener);
+  };
+  return { url, pid: child.pid!, exited, log, stderr: () => err, onLog, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
 }
 
 export interface Answer<T = any> {
