@@ -1,12 +1,12 @@
 // Two real instances of the service on one PostgreSQL database behind a real nginx (Debian's, issue 35) running the
-// site configuration the README shows (docs/deploy/nginx.conf): requests are spread round robin, a client signs in
+// site configuration the README shows (its nginx code block): requests are spread round robin, a client signs in
 // and reads through it, the console's files pass through it, a chat reply streams through it as it is written (not
 // held back by the proxy), and a CSV upload as large as IMPORT_MAX_BYTES passes while a larger one does not.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, call } from '../stress/child-service.ts';
-import { DEPLOYMENT, SITE_FILE, siteConfig, startCluster, type Cluster } from '../support/cluster.ts';
+import { DEPLOYMENT, README_FILE, readmeSiteConfig, siteConfig, startCluster, type Cluster } from '../support/cluster.ts';
 import { startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
 import { openSse } from '../support/sse-client.ts';
 
@@ -61,8 +61,8 @@ async function through(method: string, path: string, options: { body?: unknown; 
   return { status: response.status, headers: response.headers, text, instance: await cluster.servedBy(traceId) };
 }
 
-test('docs/deploy/nginx.conf is the site configuration these tests run, with the deployment\'s addresses', () => {
-  assert.equal(readFileSync(SITE_FILE, 'utf8'), siteConfig(DEPLOYMENT), 'write siteConfig(DEPLOYMENT) of test/support/cluster.ts to docs/deploy/nginx.conf');
+test('the README\'s nginx configuration is the one these tests run, with the deployment\'s addresses', () => {
+  assert.equal(readmeSiteConfig(readFileSync(README_FILE, 'utf8')), siteConfig(DEPLOYMENT), "write siteConfig(DEPLOYMENT) of test/support/cluster.ts into the README's nginx code block");
 });
 
 test('requests through nginx are spread round robin: consecutive requests go to the instances in turn', async () => {

@@ -50,7 +50,25 @@ test('instances starting at once on an empty database create the schema once and
   const rows = await versionRows(starting[0]!);
   assert.equal(rows.length, 1);
   assert.equal(rows[0]!.version, PG_SCHEMA_VERSION);
-  assert.equal(PG_SCHEMA_VERSION, 1, 'the PostgreSQL series starts at 1');
+});
+
+test('a database of version 1 (one instance per database) is upgraded to the schema of several instances, as a fresh one', async () => {
+  const fresh = instance(await emptyDatabase());
+  await migratePostgres(fresh);
+  const engine = instance(await emptyDatabase());
+  await migratePostgres(engine, { schemaVersion: 1 });
+  // What version 2 added, taken away again: the database as version 1 left it, with a job and a proposal in it.
+  await engine.sql.unsafe(`
+    DROP TABLE service_instances, rate_windows, stream_slots;
+    DROP FUNCTION campaigns_instance_alive(text), campaigns_now_ms();
+    ALTER TABLE import_jobs DROP COLUMN instance_id;
+    ALTER TABLE chat_actions DROP COLUMN running_on;
+    INSERT INTO import_jobs (id, status, columns, ignored_columns, created_by, started_at) VALUES ('old-job', 'running', '{}', '[]', 'u', 0);`);
+  await migratePostgres(engine);
+  assert.deepEqual((await versionRows(engine)).map((r) => r.version), [PG_SCHEMA_VERSION]);
+  assert.deepEqual(await catalog(engine), await catalog(fresh));
+  const [job] = await engine.sql`SELECT status, instance_id FROM import_jobs WHERE id = 'old-job'`;
+  assert.deepEqual({ ...job }, { status: 'running', instance_id: null }, 'a job of version 1 is kept, of no instance (marked interrupted at the next start)');
 });
 
 test('migrating a current database again changes nothing', async () => {
@@ -96,9 +114,11 @@ test('every table and index of the SQLite schema exists on PostgreSQL with the s
   const engine = instance(await emptyDatabase());
   await migratePostgres(engine);
   const { columns, indexes } = await catalog(engine);
-  for (const [table, names] of expected) assert.deepEqual(columns.get(table), names, `the columns of ${table}`);
+  // Which instance runs a job or a confirm: several instances exist on PostgreSQL only.
+  const postgresColumns: Record<string, string[]> = { import_jobs: ['instance_id'], chat_actions: ['running_on'] };
+  for (const [table, names] of expected) assert.deepEqual(columns.get(table), [...names, ...(postgresColumns[table] ?? [])], `the columns of ${table}`);
   const onlyPostgres = [...columns.keys()].filter((t) => !expected.has(t)).sort();
-  assert.deepEqual(onlyPostgres, ['customer_changes', 'schema_version', 'service_secrets']);
+  assert.deepEqual(onlyPostgres, ['customer_changes', 'rate_windows', 'schema_version', 'service_instances', 'service_secrets', 'stream_slots']);
   for (const index of sqliteIndexes) assert.ok(indexes.has(index), `the index ${index}`);
   assert.match(indexes.get('customers_search') ?? '', /USING gin .*gin_trgm_ops/s);
 });

@@ -1,6 +1,6 @@
 // Several real instances of the service (`npm start` processes, test/stress/child-service.ts) on one PostgreSQL
 // database, with the same settings, and optionally Debian's nginx in front of them with the site configuration the
-// README shows (docs/deploy/nginx.conf is `siteConfig(DEPLOYMENT)`): what section 13 of product.md calls a deployment
+// README shows (its nginx code block is `siteConfig(DEPLOYMENT)`): what section 13 of product.md calls a deployment
 // of several instances, started by a test on free ports and stopped after it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -49,20 +49,25 @@ export const DEPLOYMENT: SiteValues = {
   accessLog: '/var/log/nginx/campaigns.access.log',
 };
 
-/** Where the README's copy of the site configuration is kept: `siteConfig(DEPLOYMENT)`, as test/pg/nginx.test.ts checks. */
-export const SITE_FILE = new URL('../../docs/deploy/nginx.conf', import.meta.url);
+/** The README, whose first nginx code block is `siteConfig(DEPLOYMENT)`, as test/pg/nginx.test.ts checks. */
+export const README_FILE = new URL('../../README.md', import.meta.url);
+
+/** Returns the README's first ```nginx code block: the site configuration it shows. */
+export function readmeSiteConfig(readme: string): string | undefined {
+  return /^```nginx\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+}
 
 /**
- * Returns the nginx site configuration of the service for `values`: the file docs/deploy/nginx.conf holds (with
+ * Returns the nginx site configuration of the service for `values`: the block the README shows (with
  * DEPLOYMENT) and the one the tests run (with their own addresses), so the README's configuration is the tested one.
  */
 export function siteConfig({ listen, serverName, upstreams, maxBodyBytes, accessLog }: SiteValues): string {
   return `# nginx in front of several instances of the campaign drafting service on one PostgreSQL database (README,
-# "Several instances behind nginx"). On Debian (nginx 1.22): save as /etc/nginx/conf.d/campaigns.conf, which
+# "A deployment: two instances behind nginx"). On Debian (nginx 1.22): save as /etc/nginx/conf.d/campaigns.conf, which
 # nginx.conf reads inside its http block; remove Debian's own site on port 80 (rm /etc/nginx/sites-enabled/default);
 # put the instances' addresses below; then \`nginx -t && systemctl reload nginx\`. TLS ends here in production:
-# \`listen 443 ssl;\` with ssl_certificate and ssl_certificate_key. test/pg/nginx.test.ts runs this file with its
-# own addresses (test/support/cluster.ts writes both).
+# \`listen 443 ssl;\` with ssl_certificate and ssl_certificate_key. test/pg/nginx.test.ts runs this configuration
+# with its own addresses (test/support/cluster.ts writes it).
 
 # Which instance answered each request and how long it took: a stopped instance shows here first.
 log_format campaigns '$remote_addr [$time_local] "$request" $status $body_bytes_sent $request_time '
