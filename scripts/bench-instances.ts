@@ -9,17 +9,14 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { benchServer, BENCH_SETTINGS } from './bench-pg.ts';
+import { benchServer, BENCH_SETTINGS, type BenchServer } from './bench-pg.ts';
 import { ensureUserAt, load, log, percentile, rssMb, SERVICE, signIn, startProcess, waitFor, audienceReady, type Load, type LoadOptions } from './bench-support.ts';
 import { freePort } from './postgres-cluster.ts';
 
-const { values } = parseArgs({
-  options: { customers: { type: 'string' }, seconds: { type: 'string' }, 'database-url': { type: 'string' }, out: { type: 'string' } },
-});
-const CUSTOMERS = Number(values.customers ?? 1_000_000);
-const SECONDS = Number(values.seconds ?? 10);
-const OUT = values.out ?? 'data/bench-instances.json';
+/** Seconds each load runs: set by `benchInstances`. */
+let SECONDS = 10;
 const ACCOUNT = { email: 'instances-bench@example.com', fullName: 'Instances bench', role: 'marketing_lead', password: 'bench-password-1' } as const;
 /** Connections in all, whatever the number of instances: the same client load, spread. */
 const CONNECTIONS = 50;
@@ -180,14 +177,26 @@ async function measure(instances: Instance[]): Promise<Measured[]> {
   return measured;
 }
 
-async function main(): Promise<void> {
-  const server = await benchServer(values['database-url']);
+export interface InstancesOptions {
+  customers: number;
+  seconds: number;
+  /** Where the JSON goes. */
+  out: string;
+}
+
+/**
+ * Runs the one-and-two-instances bench on `server` (a database of its own, seeded with `customers`), writes the JSON
+ * and resolves to the table as Markdown. `npm run bench -- --engine postgres` runs it as its last stage.
+ */
+export async function benchInstances(server: BenchServer, { customers, seconds, out }: InstancesOptions): Promise<string> {
+  SECONDS = seconds;
   const running: Instance[] = [];
+  let table = '';
   try {
     const url = await server.create('bench_instances');
     await ensureUserAt(url, ACCOUNT);
-    log(`seeding ${CUSTOMERS.toLocaleString('en')} customers`);
-    execFileSync(process.execPath, ['--import', 'tsx', 'scripts/seed.ts', '--customers', String(CUSTOMERS), '--database-url', url], { stdio: ['ignore', 'ignore', 'inherit'] });
+    log(`seeding ${customers.toLocaleString('en')} customers`);
+    execFileSync(process.execPath, ['--import', 'tsx', 'scripts/seed.ts', '--customers', String(customers), '--database-url', url], { stdio: ['ignore', 'ignore', 'inherit'] });
     running.push(await startInstance(url, 1));
     const one = await measure(running);
     running.push(await startInstance(url, 2));
@@ -207,20 +216,32 @@ async function main(): Promise<void> {
         cpuTwo: pair.cpu,
       };
     });
-    process.stdout.write(`\nOne and two instances on one PostgreSQL ${facts.version}, ${CUSTOMERS.toLocaleString('en')} customers, ${cpus().length} cores, ${SECONDS} s a load\n\n`);
-    process.stdout.write('| load | one instance /s | two instances /s | two / one | p99 ms (one, two) | CPU cores, one instance | CPU cores, two instances |\n|-|-|-|-|-|-|-|\n');
+    table += `One and two instances on one PostgreSQL ${facts.version}, ${customers.toLocaleString('en')} customers, ${cpus().length} cores, ${SECONDS} s a load\n\n`;
+    table += '| load | one instance /s | two instances /s | two / one | p99 ms (one, two) | CPU cores, one instance | CPU cores, two instances |\n|-|-|-|-|-|-|-|\n';
     const cores = (cpu: Record<string, number>) => Object.entries(cpu).map(([k, v]) => `${k} ${v}`).join(', ');
     for (const row of rows) {
-      process.stdout.write(`| ${row.load} | ${row.one} | ${row.two} | ${row.ratio} | ${row.p99.join(', ')} | ${cores(row.cpuOne)} | ${cores(row.cpuTwo)} |\n`);
+      table += `| ${row.load} | ${row.one} | ${row.two} | ${row.ratio} | ${row.p99.join(', ')} | ${cores(row.cpuOne)} | ${cores(row.cpuTwo)} |\n`;
     }
-    process.stdout.write(`\npeak RSS of each instance: ${rss.join(', ')} MB; failed requests: ${rows.reduce((sum, row) => sum + row.failed, 0)}\n`);
-    mkdirSync(dirname(OUT), { recursive: true });
-    writeFileSync(OUT, `${JSON.stringify({ customers: CUSTOMERS, seconds: SECONDS, cores: cpus().length, postgres: facts, settings: BENCH_SETTINGS, rows, rssMb: rss }, null, 2)}\n`);
-    log(`written to ${OUT}`);
+    table += `\npeak RSS of each instance: ${rss.join(', ')} MB; failed requests: ${rows.reduce((sum, row) => sum + row.failed, 0)}\n`;
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify({ customers, seconds: SECONDS, cores: cpus().length, postgres: facts, settings: BENCH_SETTINGS, rows, rssMb: rss }, null, 2)}\n`);
+    log(`written to ${out}`);
+    await server.drop('bench_instances');
   } finally {
     for (const instance of running) instance.stop();
+  }
+  return table;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const { values } = parseArgs({
+    options: { customers: { type: 'string' }, seconds: { type: 'string' }, 'database-url': { type: 'string' }, out: { type: 'string' } },
+  });
+  const server = await benchServer(values['database-url']);
+  try {
+    const table = await benchInstances(server, { customers: Number(values.customers ?? 1_000_000), seconds: Number(values.seconds ?? 10), out: values.out ?? 'data/bench-instances.json' });
+    process.stdout.write(`\n${table}`);
+  } finally {
     await server.close();
   }
 }
-
-await main();

@@ -5,7 +5,8 @@
 // The run is a table of stages (STAGES, at the end), run in order; each adds its figures (bench-report.ts). With
 // `--engine postgres` the same stages run on PostgreSQL (a cluster the bench starts, or the server of --database-url,
 // where it makes and drops databases of its own named bench_*), with the customer lists also measured on SQLite in the
-// same sitting, PostgreSQL alone as the yardstick of the CSV jobs and of the move, and the move itself (bench-pg.ts).
+// same sitting, PostgreSQL alone as the yardstick of the CSV jobs and of the move, the move itself (bench-pg.ts), and
+// last one and two instances of the service on the same server (bench-instances.ts).
 import type { ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -20,6 +21,7 @@ import { benchChat } from './bench-chat.ts';
 import { exportLoad } from './bench-exports.ts';
 import { backupDuringImports, csvJobLoad, customerToEdit, importLoad, sqliteAlone } from './bench-imports.ts';
 import { postgresQueries, sqliteQueries, type EngineQueries } from './bench-naive.ts';
+import { benchInstances } from './bench-instances.ts';
 import { benchServer, moveToPostgres, openPgLocalCustomers, postgresAlone, type BenchServer } from './bench-pg.ts';
 import { completeFigures, formatReport, toReport, type EngineName, type Figures, type InProcessRow, type SearchTerm } from './bench-report.ts';
 import {
@@ -205,6 +207,8 @@ interface Run {
   /** The JSON import bodies the backup sends (the imports stage sent the others). */
   backupBodies?: string[];
   figures: Partial<Figures> & { engine: EngineName };
+  /** On PostgreSQL: the one-and-two-instances table (bench-instances.ts), printed after the report. */
+  instances?: string;
 }
 
 /** One step of the run: `run` measures something and adds its figures to `run.figures`. */
@@ -731,6 +735,13 @@ const POSTGRES_STAGES: Stage[] = [
   SHARED.jobsFull,
   SHARED.jobEmpty,
   { name: 'move', run: moveBase },
+  // Last: its own database and instances, so that nothing else of the run shares the machine with them.
+  {
+    name: 'instances',
+    run: async (run) => {
+      run.instances = await benchInstances(run.pg!.server, { customers: CUSTOMERS, seconds: DURATION, out: OUT.replace(/(\.json)?$/, '-instances.json') });
+    },
+  },
 ];
 
 async function main(): Promise<void> {
@@ -754,6 +765,7 @@ async function main(): Promise<void> {
   mkdirSync(dirname(OUT), { recursive: true });
   writeFileSync(OUT, `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(`\n${formatReport(report, OUT)}\n`);
+  if (run.instances) process.stdout.write(`\n${run.instances}`);
 }
 
 main().catch((error: unknown) => {
