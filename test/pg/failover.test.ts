@@ -1,11 +1,11 @@
 // Failover to a promoted standby (product.md section 13, "Failover"; issue 35): a primary with a synchronous streaming
-// standby of its own (not the TEST_DATABASE_URL server), and a real `npm start` process on the multi-host URL
+// standby of its own (not the TEST_DATABASE_URL server), and two real `npm start` processes on the multi-host URL
 // `...primary,standby/...?target_session_attrs=read-write`, written to by a few clients without pause. The primary is
 // stopped as if its machine died (`pg_ctl stop -m immediate`); while no primary is reachable every request answers,
 // within 5 seconds, 503 `unavailable` with Retry-After of 1 to 5 seconds, never 500, never a hang, and /health is
-// 503; the standby is promoted, and the same process (never restarted) answers /health 200 and takes writes again.
-// Then: every write acknowledged (2xx) is on the promoted server, and the instance's segment counts follow a write
-// made by someone else after the failover (its LISTEN connection came back, and it caught up). The time requests saw
+// 503; the standby is promoted, and the same processes (never restarted) answer /health 200 and take writes again.
+// Then: every write acknowledged (2xx) is on the promoted server, and each instance's segment counts follow a write
+// made by someone else after the failover (their LISTEN connections came back, and they caught up). The time requests saw
 // 503 is printed as a diagnostic.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -76,10 +76,11 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
   const standby = await startStandby(primary, { synchronous: true });
   t.after(() => standby.stop());
   const url = `postgres://postgres@127.0.0.1:${primary.port},127.0.0.1:${standby.port}/postgres?target_session_attrs=read-write`;
-  // Short leases, so that heartbeats run (and fail) during the outage.
-  const service = await launchService({ DATABASE_URL: url, INSTANCE_LEASE_MS: '2000', INSTANCE_HEARTBEAT_MS: '250' });
-  t.after(() => service.stop());
-  const token = await signInAdmin(service.url);
+  // Two instances, short leases so that heartbeats run (and fail) during the outage.
+  const env = { DATABASE_URL: url, INSTANCE_LEASE_MS: '2000', INSTANCE_HEARTBEAT_MS: '250' };
+  const services = await Promise.all([launchService(env), launchService(env)]);
+  t.after(() => Promise.all(services.map((service) => service.stop())));
+  const token = await signInAdmin(services[0]!.url);
 
   const seen: Seen[] = [];
   const acknowledged: string[] = [];
@@ -95,13 +96,13 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
     for (let i = 0; !stopping; i++) {
       const email = `w${n}-${i}@failover.example.com`;
       const customer = { name: `Writer ${n} ${i}`, email, country: COUNTRY, totalTransactions: 1, totalAmountSpent: 10, lastActivityDate: '2026-11-01', status: 'active' };
-      const answer = record(await send(service.url, 'POST', '/v1/customers', token, customer));
+      const answer = record(await send(services[n % services.length]!.url, 'POST', '/v1/customers', token, customer));
       if (answer.status >= 200 && answer.status < 300) acknowledged.push(email);
     }
   };
   const health = async () => {
-    while (!stopping) {
-      const answer = record(await send(service.url, 'GET', '/health', undefined));
+    for (let i = 0; !stopping; i++) {
+      const answer = record(await send(services[i % services.length]!.url, 'GET', '/health', undefined));
       // A healthy instance answers in a millisecond: ask every 50 ms rather than spin.
       if (answer.status === 200) await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -128,7 +129,7 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
   assert.deepEqual(wrong, [], 'answers other than 200 and 503 unavailable with Retry-After 1..5');
   const slow = seen.filter((s) => s.ms > ANSWER_WITHIN_MS);
   assert.deepEqual(slow, [], `answers slower than ${ANSWER_WITHIN_MS} ms`);
-  assert.equal(service.log.problems.filter((line) => line.includes('"status":500')).length, 0);
+  for (const service of services) assert.equal(service.log.problems.filter((line) => line.includes('"status":500')).length, 0);
 
   // Nothing acknowledged is lost: the promoted standby had each of those commits before it was acknowledged.
   const sql = postgres(standby.url, { max: 1, onnotice: () => {} });
@@ -140,7 +141,7 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
   // until they do. Right after a failover the LISTEN connection may still be between two attempts (at most one
   // connect_timeout, 2 s); once back it catches up on what it missed. Hence 5 s here, not the 1 s of steady state.
   const conditions = [{ field: 'country', operator: 'eq', value: COUNTRY }];
-  const previewCount = async () => {
+  const previewCount = async (service: (typeof services)[number]) => {
     const response = await fetch(`${service.url}/v1/segments/preview`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -149,14 +150,16 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
     return ((await response.json()) as { matchCount: number }).matchCount;
   };
   const countInDatabase = async () => (await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM customers WHERE country_key = ${COUNTRY.toLowerCase()}`)[0]!.n;
-  assert.equal(await previewCount(), await countInDatabase(), 'the audience index after the failover');
+  for (const service of services) assert.equal(await previewCount(service), await countInDatabase(), `the audience index of ${service.url} after the failover`);
   await sql`
     INSERT INTO customers (name, email, country, country_key, total_transactions, amount_cents, last_activity_at, status, created_at, updated_at)
     VALUES ('Elsewhere', 'elsewhere@failover.example.com', ${COUNTRY}, ${COUNTRY.toLowerCase()}, 1, 100, 0, 'active', 0, 0)`;
   const expected = await countInDatabase();
-  let counted = await previewCount();
-  for (const deadline = performance.now() + 5_000; counted !== expected && performance.now() < deadline; ) counted = await previewCount();
-  assert.equal(counted, expected, "the instance's segment count follows a write made elsewhere after the failover");
+  for (const service of services) {
+    let counted = await previewCount(service);
+    for (const deadline = performance.now() + 5_000; counted !== expected && performance.now() < deadline; ) counted = await previewCount(service);
+    assert.equal(counted, expected, `the segment count of ${service.url} follows a write made elsewhere after the failover`);
+  }
 
   const unavailable = seen.filter((s) => s.status === 503);
   const firstUnavailable = Math.min(...unavailable.map((s) => s.at - s.ms));

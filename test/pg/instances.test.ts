@@ -14,6 +14,7 @@ import { startCluster, type Cluster } from '../support/cluster.ts';
 import { startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
 import { openSse } from '../support/sse-client.ts';
 import { startWebhookReceiver, type ReceivedRequest } from '../support/webhook-receiver.ts';
+import { money } from '../../src/chat/wording.ts';
 
 const PASSWORD = 'instances-test-password';
 /** Small limits, so that counting them across instances shows within a few requests (each test has users of its own). */
@@ -274,6 +275,36 @@ describe('a write through one instance is visible through every other within 1 s
       const generated = await request(base, 'POST', '/v1/campaigns/generate', { token: adminToken, body: briefFor(segment.body.id) });
       assert.equal(generated.status, 200, generated.text);
     });
+  });
+});
+
+describe('chat grounding follows writes on other instances', () => {
+  test('a customer created on A is among the facts B and C give the model, on a message sent right after A answered', { timeout: 15_000 }, async () => {
+    const amount = 765432.1;
+    const shown = money(amount);
+    // Users of their own: the model-call budget of the admin belongs to the limit tests.
+    const askers = [await newUser('lifecycle_marketer', 1), await newUser('lifecycle_marketer', 2)];
+    const threads = await Promise.all(askers.map(async (user, i) => (await request(at(i + 1), 'POST', '/v1/chat/threads', { token: user.token, body: {} })).body.id as string));
+    const created = await request(at(0), 'POST', '/v1/customers', {
+      token: adminToken,
+      body: { name: 'Grounded Spender', email: `grounded.${Date.now()}@visible.example.com`, country: 'Groundland', totalTransactions: 3, totalAmountSpent: amount, lastActivityDate: new Date().toISOString().slice(0, 10), status: 'active' },
+    });
+    assert.equal(created.status, 200, created.text);
+    const deadline = performance.now() + VISIBLE_WITHIN_MS;
+    // One message per instance, each polled until its prompt shows the customer: a message costs a model call, so
+    // each asker may send up to MODEL_CALLS_PER_MINUTE of them.
+    await Promise.all(
+      askers.map(async (user, i) => {
+        for (let sent = 1; ; sent++) {
+          const asked = fake.requests.length;
+          const reply = await request(at(i + 1), 'POST', `/v1/chat/threads/${threads[i]}/messages`, { token: user.token, body: { content: 'Who are our best customers?' } });
+          assert.equal(reply.status, 200, reply.text);
+          const prompt = JSON.stringify(fake.requests.slice(asked).map((r) => r.body?.messages));
+          if (prompt.includes(shown)) return;
+          assert.ok(performance.now() < deadline && sent < MODEL_CALLS_PER_MINUTE, `instance ${i + 1}'s prompt lacks the customer (${shown}) ${VISIBLE_WITHIN_MS} ms after the write`);
+        }
+      }),
+    );
   });
 });
 
