@@ -246,6 +246,8 @@ export function createApp({ engine, config, tokenSecret = config.tokenSecret, cl
     },
     /** Starts no more webhook attempts nor import jobs (PostgreSQL) and stops listening; resolves once what was under way has ended. Call it before closing the database. */
     stopBackground: () => storage.stop(),
+    /** Ends this instance's lease (PostgreSQL): call it once no request runs any more, before closing the database. */
+    leave: () => storage.leave(),
     /** Tells the app the URL it is reached at once it listens: links in webhook events use it unless PUBLIC_URL is set. */
     listeningAt: (url: string) => {
       if (config.publicUrl === undefined) publicUrl = url;

@@ -81,6 +81,7 @@ export async function startService(config: Config): Promise<RunningService> {
   } catch (error) {
     server.close();
     await app.stopBackground();
+    await app.leave();
     await engine.close();
     throw error;
   }
@@ -113,6 +114,8 @@ export async function startService(config: Config): Promise<RunningService> {
     await Promise.all([closed, deliveriesStopped]);
     clearTimeout(timer);
     await backupsStopped;
+    // Only now that no request runs: until then their idempotency keys, stream slots and confirms hold.
+    await app.leave();
     await engine.close();
     logger.info('stopped');
   };

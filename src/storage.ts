@@ -98,6 +98,11 @@ export interface Storage {
   ready: Promise<void>;
   /** Starts no more webhook attempts nor import jobs and stops listening; resolves once what was under way has ended. */
   stop(): Promise<void>;
+  /**
+   * PostgreSQL: ends this instance's lease, so that what it still holds (idempotency keys, stream slots, confirms)
+   * passes to the others at once. Call it once no request runs any more, after `stop`, before closing the database.
+   */
+  leave(): Promise<void>;
 }
 
 /** What the storage needs besides the engine. */
@@ -154,6 +159,7 @@ function openSqliteStorage(engine: SqliteEngine, { clock, logger, webhooks: webh
     webhooks,
     ready: Promise.resolve(),
     stop: () => webhooks.stop(),
+    leave: async () => {},
   };
 }
 
@@ -192,7 +198,8 @@ function openPgStorage(engine: PostgresEngine, { clock, logger, webhooks: webhoo
     ready: Promise.all([instance.ready, customers.ready]).then(() => {}),
     async stop() {
       await Promise.all([webhooks.stop(), customers.close()]);
-      await instance.stop();
     },
+    // Not part of `stop`: requests still running after it (a stop's grace) hold keys and slots under this lease.
+    leave: () => instance.stop(),
   };
 }

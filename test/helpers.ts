@@ -259,6 +259,7 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await app.stopBackground();
+      await app.leave();
       await engine.close();
       if (dir) rmSync(dir, { recursive: true, force: true });
       // Hundreds of services run in a suite: their databases would fill the disk.

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { PostgresEngine } from '../../src/db/pg-engine.ts';
-import { registerInstance } from '../../src/db/postgres/instances.ts';
+import { registerInstance, renewLapsedDuring } from '../../src/db/postgres/instances.ts';
 import { createDatabase, dropDatabase } from '../support/postgres.ts';
 
 let url: string;
@@ -18,6 +18,14 @@ after(async () => {
 });
 
 const alive = async (id: string) => (await engine.sql<{ alive: boolean }[]>`SELECT campaigns_instance_alive(${id}) AS alive`)[0]!.alive;
+/** Resolves once `holds` does, asked every 20 ms; fails naming `what` after 5 s (heartbeats here are 20 to 50 ms). */
+async function until(holds: () => Promise<boolean>, what: string): Promise<void> {
+  for (const deadline = performance.now() + 5_000; !(await holds()); ) {
+    assert.ok(performance.now() < deadline, `${what} within 5 s`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 const expiresAt = async (id: string) => (await engine.sql<{ expires_at: number }[]>`SELECT expires_at FROM service_instances WHERE id = ${id}`)[0]?.expires_at;
 
 test('an instance is alive from its first lease, renews it on its heartbeat, and is gone once stopped', async () => {
@@ -27,11 +35,7 @@ test('an instance is alive from its first lease, renews it on its heartbeat, and
   assert.equal(await alive(instance.id), true);
   const first = await expiresAt(instance.id);
   // Renewed: woken by the heartbeat's own statement, seen as the row's end moving on.
-  const renewed = new Promise<void>((resolve) => {
-    const look = async () => ((await expiresAt(instance.id))! > first! ? resolve() : setTimeout(look, 20));
-    void look();
-  });
-  await renewed;
+  await until(async () => (await expiresAt(instance.id))! > first!, 'the lease is renewed');
   await instance.stop();
   assert.equal(await alive(instance.id), false);
   assert.equal(await expiresAt(instance.id), undefined, 'a stopped instance deletes its row');
@@ -50,11 +54,18 @@ test('a live instance whose row was swept behind its back writes it again on its
   await instance.ready;
   // The row deleted behind the instance's back (an instance that took it for gone swept it): the next beat writes it again.
   await engine.sql`DELETE FROM service_instances WHERE id = ${instance.id}`;
-  const back = new Promise<void>((resolve) => {
-    const look = async () => ((await alive(instance.id)) ? resolve() : setTimeout(look, 20));
-    void look();
-  });
-  await back;
+  await until(() => alive(instance.id), 'the row is written again');
   await instance.stop();
   assert.deepEqual(errors, []);
+});
+
+test('after an outage, the leases that ran out during it are renewed, and only those', async () => {
+  await engine.sql`
+    INSERT INTO service_instances (id, started_at, expires_at) VALUES
+      ('lapsed-during', 0, campaigns_now_ms() - 3000), ('lapsed-before', 0, campaigns_now_ms() - 60000), ('running', 0, campaigns_now_ms() + 60000)`;
+  const runningUntil = await expiresAt('running');
+  await renewLapsedDuring(engine.sql, 10_000, 5_000);
+  assert.equal(await alive('lapsed-during'), true, 'its instance could not renew during the outage');
+  assert.equal(await alive('lapsed-before'), false, 'gone before the outage began');
+  assert.equal(await expiresAt('running'), runningUntil, 'a lease running longer is left as it is');
 });
