@@ -31,6 +31,7 @@ import {
   type ThreadRow,
 } from '../chat.ts';
 import type { PgSql, PostgresEngine } from '../pg-engine.ts';
+import { settleOrRetry } from './settle-or-retry.ts';
 
 /** Reads the user's thread; `not_found` when it does not exist or is another user's. */
 async function threadOf(sql: PgSql, userId: string, id: string): Promise<ThreadRow> {
@@ -247,10 +248,14 @@ export function createPgChatRepository(engine: PostgresEngine, instanceId: strin
     },
 
     async releaseConfirm(actionId) {
-      await engine.write(async (tx) => {
-        const released = await tx`UPDATE chat_actions SET running_on = NULL WHERE id = ${actionId} AND running_on = ${instanceId}`;
-        if (released.count > 0) engine.notify(CONFIRM_CHANNEL, actionId);
-      });
+      // Tried again in the background when it fails: a claim left under this live instance would keep confirms
+      // elsewhere waiting, and rejects refused.
+      await settleOrRetry(() =>
+        engine.write(async (tx) => {
+          const released = await tx`UPDATE chat_actions SET running_on = NULL WHERE id = ${actionId} AND running_on = ${instanceId}`;
+          if (released.count > 0) engine.notify(CONFIRM_CHANNEL, actionId);
+        }),
+      );
     },
 
     async whileConfirmingElsewhere(actionId, signal) {

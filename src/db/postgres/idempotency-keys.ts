@@ -5,6 +5,7 @@
 // ended; while it lives, a duplicate waits for it, woken by the NOTIFY its completion or release sends.
 import type { PostgresEngine } from '../pg-engine.ts';
 import type { Claim, IdempotencyKeyRepository, KeyRow } from '../idempotency-keys.ts';
+import { settleOrRetry } from './settle-or-retry.ts';
 
 /** The channel a stored or released key is announced on; the payload is `settledSlot(userId, key)`. */
 const SETTLED_CHANNEL = 'idempotency_keys';
@@ -51,19 +52,25 @@ export function createPgIdempotencyKeyRepository(engine: PostgresEngine, owner: 
       });
     },
 
+    // Both tried again in the background when they fail: a marker left under this live instance would keep the
+    // other instances' duplicates waiting.
     async completeKey(userId, key, status, body) {
-      await engine.write(async (tx) => {
-        const stored = await tx`UPDATE idempotency_keys SET owner = NULL, status = ${status}, body = ${body}
-          WHERE user_id = ${userId} AND key = ${key} AND owner = ${owner}`;
-        if (stored.count > 0) engine.notify(SETTLED_CHANNEL, settledSlot(userId, key)); // sent at commit
-      });
+      await settleOrRetry(() =>
+        engine.write(async (tx) => {
+          const stored = await tx`UPDATE idempotency_keys SET owner = NULL, status = ${status}, body = ${body}
+            WHERE user_id = ${userId} AND key = ${key} AND owner = ${owner}`;
+          if (stored.count > 0) engine.notify(SETTLED_CHANNEL, settledSlot(userId, key)); // sent at commit
+        }),
+      );
     },
 
     async releaseKey(userId, key) {
-      await engine.write(async (tx) => {
-        const released = await tx`DELETE FROM idempotency_keys WHERE user_id = ${userId} AND key = ${key} AND owner = ${owner}`;
-        if (released.count > 0) engine.notify(SETTLED_CHANNEL, settledSlot(userId, key)); // sent at commit
-      });
+      await settleOrRetry(() =>
+        engine.write(async (tx) => {
+          const released = await tx`DELETE FROM idempotency_keys WHERE user_id = ${userId} AND key = ${key} AND owner = ${owner}`;
+          if (released.count > 0) engine.notify(SETTLED_CHANNEL, settledSlot(userId, key)); // sent at commit
+        }),
+      );
     },
 
     async settledElsewhere(userId, key, signal) {

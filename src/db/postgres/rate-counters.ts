@@ -38,7 +38,8 @@ export function createPgRateCounter(engine: PostgresEngine, scope: string, rule:
         await tx`UPDATE rate_windows SET events = ${next.events}::bigint[], expires_at = ${expiresAt} WHERE scope = ${scope} AND key = ${key}`;
         return 0;
       });
-      if (++attempts % SWEEP_EVERY === 0) await sweep(at);
+      // Housekeeping: a sweep that fails (the database went away just now) is the next sweep's work, not this attempt's failure.
+      if (++attempts % SWEEP_EVERY === 0) await sweep(at).catch(() => {});
       return wait;
     },
 

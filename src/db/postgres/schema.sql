@@ -548,7 +548,8 @@ CREATE TABLE IF NOT EXISTS rate_windows (
   expires_at BIGINT NOT NULL,
   PRIMARY KEY (scope, key)
 );
-CREATE INDEX IF NOT EXISTS rate_windows_by_expiry ON rate_windows (expires_at);
+-- A counter's sweep of its limit's expired windows (rate-counters.ts).
+CREATE INDEX IF NOT EXISTS rate_windows_by_expiry ON rate_windows (scope, expires_at);
 
 -- Reply streams open now, per user, across instances (CHAT_STREAMS_PER_USER): a slot counts while its instance's
 -- lease runs, so a killed instance's streams stop counting with it.
@@ -558,5 +559,5 @@ CREATE TABLE IF NOT EXISTS stream_slots (
   instance_id TEXT NOT NULL,
   acquired_at BIGINT NOT NULL
 );
+-- A user's streams, counted when they open another (stream-slots.ts).
 CREATE INDEX IF NOT EXISTS stream_slots_by_holder ON stream_slots (holder);
-CREATE INDEX IF NOT EXISTS stream_slots_by_instance ON stream_slots (instance_id);
