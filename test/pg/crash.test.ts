@@ -19,6 +19,7 @@ import { ADMIN_EMAIL, call, launchService, signInAdmin, type ChildService } from
 import { assertAggregatesExact, segmentCount } from '../support/aggregates.ts';
 import { createDatabase, dropDatabase } from '../support/postgres.ts';
 import { tempDir } from '../support/temp-dir.ts';
+import { notifyJobChanges, waitForJobChange } from '../support/job-changes.ts';
 
 const ROWS = 100_000;
 /** Killed once this many customers are committed: well into the file, well before its end. */
@@ -145,11 +146,7 @@ async function writeFile(path: string): Promise<Expected> {
 before(async () => {
   url = await createDatabase('crash', { withSchema: true });
   engine = new PostgresEngine(url, { max: 2 });
-  // The test's instrument, not the service's: each commit that changes a job tells the test which one.
-  await engine.sql.unsafe(`
-    CREATE FUNCTION test_job_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN PERFORM pg_notify('test_import_jobs', NEW.id); RETURN NULL; END $$;
-    CREATE TRIGGER test_job_changed AFTER INSERT OR UPDATE ON import_jobs FOR EACH ROW EXECUTE FUNCTION test_job_changed();`);
+  await notifyJobChanges(engine);
   expected = await writeFile(file);
 });
 
@@ -188,43 +185,7 @@ async function getJob(service: ChildService, token: string, id: string): Promise
  * changes it; rejects naming `what` and the job as last read after `timeoutMs`.
  */
 function waitForJob(service: ChildService, token: string, id: string, done: (job: Job) => boolean, what: string, timeoutMs: number): Promise<Job> {
-  return new Promise<Job>((resolve, reject) => {
-    let last: Job | undefined;
-    let reading = false;
-    let again = false;
-    let settled = false;
-    const finish = (error: Error | undefined, job?: Job) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      unlisten();
-      if (error) reject(error);
-      else resolve(job!);
-    };
-    // One read at a time; commits that arrive during a read ask for one more after it.
-    const check = (): void => {
-      if (settled) return;
-      if (reading) {
-        again = true;
-        return;
-      }
-      reading = true;
-      getJob(service, token, id).then(
-        (job) => {
-          reading = false;
-          last = job;
-          if (done(job)) return finish(undefined, job);
-          if (again) {
-            again = false;
-            check();
-          }
-        },
-        (error: unknown) => finish(error instanceof Error ? error : new Error(String(error))),
-      );
-    };
-    const timer = setTimeout(() => finish(new Error(`timed out after ${timeoutMs} ms waiting until ${what}; the job as last read: ${JSON.stringify(last)}`)), timeoutMs);
-    const unlisten = engine.listen('test_import_jobs', (payload) => payload === id && check(), check);
-  });
+  return waitForJobChange(engine, id, () => getJob(service, token, id), done, what, timeoutMs);
 }
 
 /** The line numbers failures.csv of the job lists, checked to be as many as its lines. */

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { PostgresEngine } from '../../src/db/pg-engine.ts';
 import { startService, type TestService } from '../helpers.ts';
 import { createDatabase, dropDatabase } from '../support/postgres.ts';
+import { notifyJobChanges, waitForJobChange } from '../support/job-changes.ts';
 
 /**
  * The services' lease: short, but not so short that a busy machine's event loop (both services, and the parsing of
@@ -33,11 +34,7 @@ let token: string;
 before(async () => {
   url = await createDatabase('import_queue', { withSchema: true });
   engine = new PostgresEngine(url, { max: 2 });
-  // The test's instrument, not the service's: each commit that changes a job tells the test which one.
-  await engine.sql.unsafe(`
-    CREATE FUNCTION test_job_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN PERFORM pg_notify('test_import_jobs', NEW.id); RETURN NULL; END $$;
-    CREATE TRIGGER test_job_changed AFTER INSERT OR UPDATE ON import_jobs FOR EACH ROW EXECUTE FUNCTION test_job_changed();`);
+  await notifyJobChanges(engine);
   a = await startService({ databaseUrl: url, env: ENV });
   b = await startService({ databaseUrl: url, env: ENV });
   // A user made through A signs in on B: one database, one token secret.
@@ -86,43 +83,7 @@ async function getJob(service: TestService, id: string): Promise<Job> {
  * that changes it; rejects naming `what` and the job as last read after WAIT_MS.
  */
 function waitForJob(service: TestService, id: string, done: (job: Job) => boolean, what: string): Promise<Job> {
-  return new Promise<Job>((resolve, reject) => {
-    let last: Job | undefined;
-    let reading = false;
-    let again = false;
-    let settled = false;
-    const finish = (error: Error | undefined, job?: Job) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      unlisten();
-      if (error) reject(error);
-      else resolve(job!);
-    };
-    // One read at a time; commits that arrive during a read ask for one more after it.
-    const check = (): void => {
-      if (settled) return;
-      if (reading) {
-        again = true;
-        return;
-      }
-      reading = true;
-      getJob(service, id).then(
-        (job) => {
-          reading = false;
-          last = job;
-          if (done(job)) return finish(undefined, job);
-          if (again) {
-            again = false;
-            check();
-          }
-        },
-        (error: unknown) => finish(error instanceof Error ? error : new Error(String(error))),
-      );
-    };
-    const timer = setTimeout(() => finish(new Error(`timed out after ${WAIT_MS} ms waiting until ${what}; the job as last read: ${JSON.stringify(last)}`)), WAIT_MS);
-    const unlisten = engine.listen('test_import_jobs', (payload) => payload === id && check(), check);
-  });
+  return waitForJobChange(engine, id, () => getJob(service, id), done, what, WAIT_MS);
 }
 
 const ended = (job: Job) => job.status !== 'running';
@@ -212,6 +173,21 @@ describe('one queue across instances', () => {
     } finally {
       ends.stop();
     }
+  });
+
+  test("a job naming a live instance that does not hold it (its insert's answer was lost) is interrupted by that instance, and the queue goes on", async () => {
+    // A's own instance id, read from a job it ran.
+    const mine = await post(a, csvOf('owner.queue.example.com', 5));
+    await waitForJob(a, mine, ended, "A's first job has ended");
+    const [row] = await engine.sql<{ instance_id: string }[]>`SELECT instance_id FROM import_jobs WHERE id = ${mine}`;
+    const instanceOfA = row!.instance_id;
+    const orphan = `orphan-${Date.now()}`;
+    await engine.sql`INSERT INTO import_jobs (id, status, columns, ignored_columns, created_by, started_at, instance_id)
+      VALUES (${orphan}, 'running', '{"email":0}', '[]', 'user-1', 0, ${instanceOfA})`;
+    const next = await post(b, csvOf('after-orphan.queue.example.com', 10));
+    const [interrupted, done] = await Promise.all([waitForJob(a, orphan, ended, 'the orphan is marked'), waitForJob(b, next, ended, 'the next job has ended')]);
+    assert.equal(interrupted.status, 'interrupted');
+    assert.deepEqual([done.status, done.imported], ['completed', storedOf(10)]);
   });
 
   test('the gone job is marked once the lease has ended, not before, and within lease + heartbeat', async () => {

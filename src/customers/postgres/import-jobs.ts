@@ -85,6 +85,8 @@ export function createPgImportJobs(engine: PostgresEngine, store: CustomerReposi
 
   /** This instance's jobs accepted and not started, by seq. */
   const waiting = new Map<number, JobToRun>();
+  /** Jobs being stored by `addJob` (committed perhaps, not yet in `waiting`): the queue head may be one of them. */
+  let adding = 0;
   /** The job running here and the promise of its run (its end marked), if any. */
   let running: { job: JobToRun; done: Promise<void> } | undefined;
   let closing = false;
@@ -129,18 +131,23 @@ export function createPgImportJobs(engine: PostgresEngine, store: CustomerReposi
     wake?.();
     wake = undefined;
     removeUploads(await jobs.interruptGone(clock()));
-    if (running || closing || waiting.size === 0) return;
+    if (running || closing) return;
+    const known = [...waiting.values()]; // jobs added from here on may be newer than what the read below saw
     const head = await jobs.queueHead();
-    if (!head || closing || running) return;
-    // Jobs of this instance before the oldest running one are no longer running: another instance marked them
-    // while this one was cut off from the database.
-    for (const [seq, { id }] of waiting) {
-      if (seq >= head.seq) continue;
+    if (closing || running) return;
+    // Jobs of this instance before the oldest running one (all of them, when none runs) are no longer running:
+    // another instance marked them while this one was cut off from the database.
+    for (const { seq, id } of known) {
+      if (head && seq >= head.seq) continue;
       waiting.delete(seq);
       removeUploads([id]);
     }
-    const next = head.instanceId === instance.id ? waiting.get(head.seq) : undefined;
+    if (head?.instanceId !== instance.id) return;
+    const next = waiting.get(head.seq);
     if (next) start(next);
+    // Ours, yet neither waiting here nor being added: its insert committed but its answer was lost (the request
+    // failed, nobody has its upload). Left running it would hold the whole deployment's queue.
+    else if (adding === 0) await jobs.interruptJobs([head.seq], clock());
   }, onError);
   const look = looking.look;
 
@@ -163,7 +170,14 @@ export function createPgImportJobs(engine: PostgresEngine, store: CustomerReposi
       if (closing) throw new Error('The import jobs are stopping.');
       await ready;
       const now = clock();
-      const { job: stored, seq } = await jobs.insertJob(job, now);
+      adding++;
+      let inserted: Awaited<ReturnType<typeof jobs.insertJob>>;
+      try {
+        inserted = await jobs.insertJob(job, now);
+      } finally {
+        adding--;
+      }
+      const { job: stored, seq } = inserted;
       // Closed while it was being stored: it will not run.
       if (closing) {
         await jobs.interruptJobs([seq], clock());
