@@ -11,7 +11,7 @@ import postgres from 'postgres';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, spawnScript, type ChildService } from '../stress/child-service.ts';
 import { briefFor, copyReply, GOOD_COPY } from '../support/campaigns.ts';
 import { startCluster, type Cluster } from '../support/cluster.ts';
-import { startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
+import { openAiEnvFor, startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
 import { openSse } from '../support/sse-client.ts';
 import { startWebhookReceiver, type ReceivedRequest } from '../support/webhook-receiver.ts';
 import { money } from '../../src/chat/wording.ts';
@@ -94,11 +94,7 @@ before(async () => {
     instances: 3,
     withSchema: true, // an empty database has a test of its own below
     env: {
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: fake.url,
-      LLM_MODEL: 'test-model',
-      LLM_API_KEY: 'test-key',
-      LLM_MAX_RETRIES: '0',
+      ...openAiEnvFor(fake),
       ACCESS_TOKEN_TTL: '86400',
       SIGN_IN_MAX_FAILURES: String(SIGN_IN_MAX_FAILURES),
       MODEL_CALLS_PER_MINUTE: String(MODEL_CALLS_PER_MINUTE),
@@ -557,12 +553,12 @@ describe('import jobs', () => {
     await settled;
     const job = await request(at(0), 'GET', `/v1/customers/imports/${id}`, { token: adminToken });
     assert.equal(job.status, 200, job.text);
-    assert.ok(['interrupted', 'completed'].includes(job.body.status), job.text);
+    // Killed a tenth of the way in (the rest takes seconds): nobody carries it on, another instance marks it.
+    assert.equal(job.body.status, 'interrupted', job.text);
     const stored = await countEmails('killed.%');
     // Its counts are what was committed: every stored row of the file, nothing more.
     assert.equal(job.body.imported, stored, job.text);
     assert.equal(job.body.rowsRead, job.body.imported + job.body.updated + job.body.skipped, job.text);
-    if (job.body.status === 'completed') return;
     // Importing the same file again stores only the rest.
     const again = await upload(at(1), adminToken, csv, 'killed-again.csv');
     const done = await jobChange((c) => c.id === again && c.status !== 'running', 'the second import ended', 60_000);

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, call } from '../stress/child-service.ts';
 import { DEPLOYMENT, README_FILE, readmeSiteConfig, siteConfig, startCluster, type Cluster } from '../support/cluster.ts';
-import { startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
+import { openAiEnvFor, startFakeProvider, type FakeProvider } from '../support/fake-provider.ts';
 import { openSse } from '../support/sse-client.ts';
 
 /** IMPORT_MAX_BYTES of the instances, and so nginx's client_max_body_size: above nginx's own default of 1 MiB. */
@@ -27,11 +27,7 @@ before(async () => {
     withSchema: true,
     proxy: true,
     env: {
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: fake.url,
-      LLM_MODEL: 'test-model',
-      LLM_API_KEY: 'test-key',
-      LLM_MAX_RETRIES: '0',
+      ...openAiEnvFor(fake),
       ACCESS_TOKEN_TTL: '86400',
       IMPORT_MAX_BYTES: String(MAX_BODY),
     },
@@ -91,6 +87,23 @@ test('through nginx a client signs in, writes on one instance and reads it back 
   assert.equal(JSON.parse(reads[0]!.text).email, customer.email);
   assert.equal(reads[1]!.status, 200, reads[1]!.text);
   assert.deepEqual(JSON.parse(reads[1]!.text).items.map((c: { id: string }) => c.id), [id]);
+});
+
+test('behind nginx (TRUSTED_PROXIES) the sign-in limit counts per client: one client locked out, another not, whichever instance answers', async () => {
+  const email = `proxied.${Date.now()}@instances.example.com`;
+  const created = await through('POST', '/v1/users', { body: { email, fullName: 'Proxied', role: 'lifecycle_marketer', password: 'proxied-password-1' } });
+  assert.equal(created.status, 200, created.text);
+  // What nginx forwards is what the client said plus the address nginx saw (127.0.0.1, trusted): the service takes
+  // the client's own address from the left of it. The failures spread over both instances, counted together.
+  const signIn = (client: string, password: string) => through('POST', '/v1/auth/sign-in', { body: { email, password }, headers: { 'x-forwarded-for': client } });
+  const failures = [];
+  for (let i = 0; i < 8; i++) failures.push(await signIn('203.0.113.7', 'not the password'));
+  assert.deepEqual(failures.map((f) => f.status), Array(8).fill(401));
+  assert.deepEqual(new Set(failures.map((f) => f.instance)), new Set([0, 1]), 'the failures went to both instances');
+  const locked = await signIn('203.0.113.7', 'proxied-password-1');
+  assert.equal(locked.status, 429, locked.text);
+  const other = await signIn('203.0.113.8', 'proxied-password-1');
+  assert.equal(other.status, 200, other.text);
 });
 
 test('the console\'s page and its script pass through nginx unchanged', async () => {

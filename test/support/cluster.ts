@@ -109,7 +109,8 @@ server {
         # A reply stream is never quiet longer than CHAT_HEARTBEAT_MS (15 s); a large export or upload may take minutes.
         proxy_read_timeout 300s;
         proxy_send_timeout 300s;
-        # Another instance is tried only when one cannot be reached; a request it received is never sent twice.
+        # Another instance is tried when one cannot be reached or fails before its answer's headers. A POST or PATCH it
+        # received is never sent twice (nginx's rule); a GET or DELETE may be, which they bear.
         proxy_next_upstream error;
     }
 }

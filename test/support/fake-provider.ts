@@ -176,6 +176,11 @@ export async function startFakeProvider(): Promise<FakeProvider> {
 
 const TRANSCRIPTS = new URL('../fixtures/providers/', import.meta.url);
 
+/** The settings of a service whose model provider is `fake`, as an OpenAI-compatible server, without retries. */
+export function openAiEnvFor(fake: FakeProvider): Record<string, string> {
+  return { LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: 'test-model', LLM_API_KEY: 'test-key', LLM_MAX_RETRIES: '0' };
+}
+
 /** A transcript file: the status line and headers (LF-ended lines up to the first empty one), then the body's bytes. */
 export function readTranscript(name: string): { status: number; headers: Record<string, string>; body: Buffer } {
   const file = readFileSync(new URL(name, TRANSCRIPTS));
