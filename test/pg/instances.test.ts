@@ -445,6 +445,26 @@ describe('Idempotency-Key across instances', () => {
     assert.equal(fake.requests.length, asked + 1);
     assert.equal(await total(), before + 1);
   });
+
+  test('an instance stopping (SIGTERM) with a keyed request in flight keeps the key until it answered: the same key elsewhere waits, then replays', { timeout: 30_000 }, async () => {
+    const stopping: ChildService = await cluster.add();
+    const user = await newUser('lifecycle_marketer', 0);
+    const segment = await request(at(0), 'POST', '/v1/segments', { token: user.token, body: { name: 'Stopping segment', conditions: [{ field: 'country', operator: 'eq', value: 'Baseland' }] } });
+    const key = `stopping-${Date.now()}`;
+    const generate = (base: string) => request(base, 'POST', '/v1/campaigns/generate', { token: user.token, body: briefFor(segment.body.id), headers: { 'idempotency-key': key } });
+    const asked = fake.requests.length;
+    fake.enqueue(copyReply(GOOD_COPY, 1_500));
+    const first = generate(stopping.url);
+    await fake.waitForRequests(asked + 1); // inside the model call, holding the key
+    const stopped = stopping.stop(); // its grace lets the request finish
+    const again = await generate(at(1));
+    const [answered] = await Promise.all([first, stopped]);
+    assert.equal(answered.status, 200, answered.text);
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.headers.get('idempotency-replayed'), 'true', 'the second request ran again instead of waiting for the stopping instance');
+    assert.equal(again.text, answered.text);
+    assert.equal(fake.requests.length, asked + 1, 'the model was asked twice');
+  });
 });
 
 /** A CSV of `rows` valid customers whose emails start with `prefix`. */
