@@ -28,6 +28,8 @@ export function describe(error) {
       return `Too many attempts in a short time. Try again ${error.retryAfterSeconds ? `in ${waitText(error.retryAfterSeconds)}` : 'in a moment'}.`;
     case 'llm_unavailable':
       return 'The writing model cannot be reached right now. Try again in a moment.';
+    case 'unavailable':
+      return 'The service cannot reach its database right now (it may be switching to a standby). Try again in a few seconds.';
     case 'llm_error':
       return 'The writing model answered with something unusable. Try again, perhaps with a clearer objective.';
     case 'payload_too_large':

@@ -12,7 +12,7 @@ import { navigate } from '../router.js';
 import { ApiError } from '../api.js';
 
 /** Failures where the same request may well succeed a moment later. */
-const RETRYABLE = new Set(['llm_unavailable', 'llm_error', 'network_error', 'bad_response', 'internal_error', 'rate_limited']);
+const RETRYABLE = new Set(['llm_unavailable', 'llm_error', 'network_error', 'bad_response', 'internal_error', 'rate_limited', 'unavailable']);
 
 /** @type {import('../types.js').Screen} */
 export function newCampaignScreen(root, { query, signal }) {
