@@ -351,6 +351,35 @@ describe('webhooks', () => {
   });
 });
 
+describe('one-runner loops', () => {
+  test('the webhook dispatcher passes to another instance when its leader is killed: a change made afterwards is delivered', { timeout: 60_000 }, async () => {
+    const receiver = await startWebhookReceiver({ name: 'handover' });
+    // Alone at first, so it leads the dispatcher (the local generator writes the copy: no provider needed).
+    const small = await startCluster({ instances: 1, withSchema: true });
+    try {
+      const [leader] = small.instances;
+      const token = (await signIn(leader!.url, ADMIN_EMAIL, ADMIN_PASSWORD)).body.accessToken as string;
+      const hook = await request(leader!.url, 'POST', '/v1/webhooks', { token, body: { url: receiver.url, events: ['campaign.status_changed'] } });
+      assert.equal(hook.status, 200, hook.text);
+      const segment = await request(leader!.url, 'POST', '/v1/segments', { token, body: { name: 'Handover', conditions: [{ field: 'totalTransactions', operator: 'gte', value: 0 }] } });
+      const campaign = await request(leader!.url, 'POST', '/v1/campaigns/generate', { token, body: briefFor(segment.body.id) });
+      assert.equal(campaign.status, 200, campaign.text);
+      const moveOn = async (base: string, status: string) => assert.equal((await request(base, 'PATCH', `/v1/campaigns/${campaign.body.id}/status`, { token, body: { status } })).status, 200);
+      await moveOn(leader!.url, 'in_review');
+      await receiver.until((requests) => requests.length === 1);
+      const successor = await small.add();
+      await leader!.kill(); // its lock session ends with it
+      await moveOn(successor.url, 'approved');
+      const to = (r: ReceivedRequest) => JSON.parse(r.body).data?.to as string;
+      await receiver.until((requests) => requests.some((r) => to(r) === 'approved'));
+      assert.deepEqual(receiver.requests.map(to), ['in_review', 'approved']);
+    } finally {
+      await small.stop();
+      await receiver.close();
+    }
+  });
+});
+
 describe('limits counted across instances', () => {
   test(`the sign-in failure limit: ${SIGN_IN_MAX_FAILURES} failures spread over A and B, then 429 on every instance`, async () => {
     const user = await newUser('lifecycle_marketer', 0);
