@@ -30,7 +30,7 @@ const DIR = 'test/pg';
  * engines: a test that looks inside SQLite belongs in one of these files, not in a file of both.
  */
 const NOT_ON_POSTGRES = new Set([
-  'backup', 'change-source', 'config', 'customers-boundary', 'database', 'engine', 'import-writer', 'key-queue', 'leadership', 'llm',
+  'backup', 'change-source', 'config', 'customers-boundary', 'database', 'engine', 'import-writer', 'key-queue', 'leadership', 'listener', 'llm',
   'process', 'process-state', 'provider-check', 'segment-words', 'sse',
 ]);
 

@@ -64,8 +64,10 @@ export function createListener(handle: (ctx: Context) => Promise<void>, logger: 
         else fail(res, new Error(`${current.method} ${current.path} ended without a reply`), traceId);
       },
       (error: unknown) => {
-        // A reset once the request was whole is not the client's: the database's connection (503 unavailable).
-        if ((isClientAbort(error) && !req.complete) || (res.destroyed && current.signal.aborted)) {
+        // A reset is the client's only when its own connection is gone; otherwise it is the database's connection
+        // (503 unavailable), even before the body was read (authentication reads the user first).
+        const clientGone = req.destroyed || res.destroyed || req.socket.destroyed;
+        if ((isClientAbort(error) && clientGone) || (res.destroyed && current.signal.aborted)) {
           res.destroy();
           return;
         }
