@@ -30,6 +30,8 @@ interface Seen {
   ms: number;
   /** When it was answered (performance.now()). */
   at: number;
+  /** Which instance answered (its index), once known. */
+  instance?: number;
 }
 
 /** Sends one request, timed, and never throws: what came back (or did not) is the record. */
@@ -96,7 +98,7 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
     for (let i = 0; !stopping; i++) {
       const email = `w${n}-${i}@failover.example.com`;
       const customer = { name: `Writer ${n} ${i}`, email, country: COUNTRY, totalTransactions: 1, totalAmountSpent: 10, lastActivityDate: '2026-11-01', status: 'active' };
-      const answer = record(await send(services[n % services.length]!.url, 'POST', '/v1/customers', token, customer));
+      const answer = record({ ...(await send(services[n % services.length]!.url, 'POST', '/v1/customers', token, customer)), instance: n % services.length });
       if (answer.status >= 200 && answer.status < 300) acknowledged.push(email);
     }
   };
@@ -120,7 +122,9 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
   await standby.promote();
   const promoted = performance.now();
   const ackedBefore = acknowledged.length;
-  await progress.waitFor(() => after(promoted, '/health', 200).length > 0 && acknowledged.length >= ackedBefore + WRITES_PER_PHASE);
+  // Each instance by itself: /health 200 is not enough, it must take a write again.
+  const writtenBy = (i: number) => seen.some((s) => s.at > promoted && s.path === '/v1/customers' && s.status === 200 && s.instance === i);
+  await progress.waitFor(() => after(promoted, '/health', 200).length > 0 && acknowledged.length >= ackedBefore + WRITES_PER_PHASE && services.every((_, i) => writtenBy(i)));
   stopping = true;
   await Promise.all(clients);
 
@@ -168,5 +172,7 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
   const ms = (x: number) => `${Math.round(x)} ms`;
   t.diagnostic(`requests saw 503 for ${ms(lastUnavailable - firstUnavailable)} (primary stopped to promotion started: ${ms(promoting - halted)}; promotion took ${ms(promoted - promoting)})`);
   t.diagnostic(`first acknowledged write ${ms(firstWriteBack - promoted)} after the promotion ended, ${ms(firstWriteBack - halted)} after the primary stopped`);
+  const backAt = services.map((_, i) => Math.min(...seen.filter((s) => s.instance === i && s.status === 200 && s.at > promoted).map((s) => s.at)) - promoted);
+  t.diagnostic(`each instance's first acknowledged write after the promotion ended: ${backAt.map(ms).join(', ')}`);
   t.diagnostic(`503 answers: ${unavailable.length}, slowest ${ms(Math.max(...unavailable.map((s) => s.ms)))}; acknowledged writes: ${acknowledged.length}, all present`);
 });
