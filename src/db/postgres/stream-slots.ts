@@ -18,6 +18,11 @@ export function createPgSlotPool(engine: PostgresEngine, instanceId: string, per
   let all = 0;
   /** Slots whose release could not reach the database: deleted by the next acquire, as they would keep counting. */
   const unreleased = new Set<string>();
+  /**
+   * Slots being released now: not counted by this process's acquires. A stream's answer ends before its slot's row
+   * is deleted, and its client's next stream (to this instance, most often) must not find that slot still held.
+   */
+  const releasing = new Set<string>();
 
   /** Deletes the rows of slots whose instance is gone (skipping those another sweep holds) and those left by a failed release. */
   const sweep = async (tx: PgSql, leftOver: string[]): Promise<void> => {
@@ -37,7 +42,8 @@ export function createPgSlotPool(engine: PostgresEngine, instanceId: string, per
       await tx`SELECT pg_advisory_xact_lock(hashtext(${`stream:${holder}`}))`;
       await sweep(tx, leftOver);
       const [row] = await tx<{ n: number }[]>`
-        SELECT count(*) AS n FROM stream_slots WHERE holder = ${holder} AND campaigns_instance_alive(instance_id)`;
+        SELECT count(*) AS n FROM stream_slots
+        WHERE holder = ${holder} AND campaigns_instance_alive(instance_id) AND id <> ALL(${[...releasing]}::text[])`;
       if (row!.n >= perHolder) return { full: 'holder' };
       if (poolFull) return { full: 'pool' };
       const slot = randomUUID();
@@ -77,10 +83,13 @@ export function createPgSlotPool(engine: PostgresEngine, instanceId: string, per
       if (released) return;
       released = true;
       all--;
+      releasing.add(id);
       try {
         await engine.sql`DELETE FROM stream_slots WHERE id = ${id}`;
       } catch {
         unreleased.add(id); // the database is out of reach: the next acquire deletes it
+      } finally {
+        releasing.delete(id);
       }
     };
   }
