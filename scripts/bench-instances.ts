@@ -15,8 +15,6 @@ import { benchServer, BENCH_SETTINGS, type BenchServer } from './bench-pg.ts';
 import { ensureUserAt, load, log, percentile, rssMb, SERVICE, signIn, startProcess, waitFor, audienceReady, type Load, type LoadOptions } from './bench-support.ts';
 import { freePort } from './postgres-cluster.ts';
 
-/** Seconds each load runs: set by `benchInstances`. */
-let SECONDS = 10;
 const ACCOUNT = { email: 'instances-bench@example.com', fullName: 'Instances bench', role: 'marketing_lead', password: 'bench-password-1' } as const;
 /** Connections in all, whatever the number of instances: the same client load, spread. */
 const CONNECTIONS = 50;
@@ -94,9 +92,9 @@ async function startInstance(url: string, index: number): Promise<Instance> {
 }
 
 /** Drives every instance at once with its share of the connections; the figures added up. */
-async function spread(name: string, instances: Instance[], path: string, options: Omit<LoadOptions, 'token' | 'connections'> = {}): Promise<Load> {
+async function spread(name: string, instances: Instance[], seconds: number, path: string, options: Omit<LoadOptions, 'token' | 'connections'> = {}): Promise<Load> {
   const rows = await Promise.all(
-    instances.map((instance, i) => load(`${name} (instance ${i + 1} of ${instances.length})`, instance.base + path, SECONDS, { ...options, token: instance.token, connections: CONNECTIONS / instances.length })),
+    instances.map((instance, i) => load(`${name} (instance ${i + 1} of ${instances.length})`, instance.base + path, seconds, { ...options, token: instance.token, connections: CONNECTIONS / instances.length })),
   );
   return {
     name,
@@ -107,8 +105,8 @@ async function spread(name: string, instances: Instance[], path: string, options
   };
 }
 
-/** Opens STREAMS_OPEN reply streams at a time, over the instances in turn, for SECONDS; streams ended per second and first-text latency. */
-async function streams(instances: Instance[]): Promise<Load> {
+/** Opens STREAMS_OPEN reply streams at a time, over the instances in turn, for `seconds`; streams ended per second and first-text latency. */
+async function streams(instances: Instance[], seconds: number): Promise<Load> {
   const threads = await Promise.all(
     instances.map(async (instance) => {
       const reply = await fetch(`${instance.base}/v1/chat/threads`, { method: 'POST', headers: { authorization: `Bearer ${instance.token}`, 'content-type': 'application/json' }, body: '{}' });
@@ -118,7 +116,7 @@ async function streams(instances: Instance[]): Promise<Load> {
   const firstTexts: number[] = [];
   let done = 0;
   let failed = 0;
-  const until = performance.now() + SECONDS * 1000;
+  const until = performance.now() + seconds * 1000;
   const oneAfterAnother = async (slot: number) => {
     for (let n = 0; performance.now() < until; n++) {
       const i = (slot + n) % instances.length;
@@ -160,7 +158,7 @@ interface Measured {
 }
 
 /** The three loads against these instances. */
-async function measure(instances: Instance[]): Promise<Measured[]> {
+async function measure(instances: Instance[], seconds: number): Promise<Measured[]> {
   log(`${instances.length} instance${instances.length > 1 ? 's' : ''}:`);
   const measured: Measured[] = [];
   const record = async (work: () => Promise<Load>) => {
@@ -168,12 +166,12 @@ async function measure(instances: Instance[]): Promise<Measured[]> {
     log(`    CPU (cores): ${Object.entries(cpu).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     measured.push({ load: result, cpu });
   };
-  await record(() => spread('customers, default list', instances, '/v1/customers'));
-  await record(() => spread('customers, search "smith" by amount', instances, '/v1/customers?search=smith&sort=totalAmountSpent&direction=desc'));
+  await record(() => spread('customers, default list', instances, seconds, '/v1/customers'));
+  await record(() => spread('customers, search "smith" by amount', instances, seconds, '/v1/customers?search=smith&sort=totalAmountSpent&direction=desc'));
   // Every preview with a bound no request had before: counted afresh, not answered from the count cache.
   const preview = () => ({ conditions: [{ field: 'country', operator: 'eq', value: 'Germany' }, { field: 'totalAmountSpent', operator: 'gt', value: Math.round(Math.random() * 500_000) / 100 }] });
-  await record(() => spread('segment preview, cold', instances, '/v1/segments/preview', { method: 'POST', bodies: preview }));
-  await record(() => streams(instances));
+  await record(() => spread('segment preview, cold', instances, seconds, '/v1/segments/preview', { method: 'POST', bodies: preview }));
+  await record(() => streams(instances, seconds));
   return measured;
 }
 
@@ -189,7 +187,6 @@ export interface InstancesOptions {
  * and resolves to the table as Markdown. `npm run bench -- --engine postgres` runs it as its last stage.
  */
 export async function benchInstances(server: BenchServer, { customers, seconds, out }: InstancesOptions): Promise<string> {
-  SECONDS = seconds;
   const running: Instance[] = [];
   let table = '';
   try {
@@ -198,9 +195,9 @@ export async function benchInstances(server: BenchServer, { customers, seconds, 
     log(`seeding ${customers.toLocaleString('en')} customers`);
     execFileSync(process.execPath, ['--import', 'tsx', 'scripts/seed.ts', '--customers', String(customers), '--database-url', url], { stdio: ['ignore', 'ignore', 'inherit'] });
     running.push(await startInstance(url, 1));
-    const one = await measure(running);
+    const one = await measure(running, seconds);
     running.push(await startInstance(url, 2));
-    const two = await measure(running);
+    const two = await measure(running, seconds);
     const rss = running.map((instance) => Math.round(rssMb(instance.pid, 'VmHWM')));
     const facts = await server.facts();
     const rows = one.map((single, i) => {
@@ -216,7 +213,7 @@ export async function benchInstances(server: BenchServer, { customers, seconds, 
         cpuTwo: pair.cpu,
       };
     });
-    table += `One and two instances on one PostgreSQL ${facts.version}, ${customers.toLocaleString('en')} customers, ${cpus().length} cores, ${SECONDS} s a load\n\n`;
+    table += `One and two instances on one PostgreSQL ${facts.version}, ${customers.toLocaleString('en')} customers, ${cpus().length} cores, ${seconds} s a load\n\n`;
     table += '| load | one instance /s | two instances /s | two / one | p99 ms (one, two) | CPU cores, one instance | CPU cores, two instances |\n|-|-|-|-|-|-|-|\n';
     const cores = (cpu: Record<string, number>) => Object.entries(cpu).map(([k, v]) => `${k} ${v}`).join(', ');
     for (const row of rows) {
@@ -224,7 +221,7 @@ export async function benchInstances(server: BenchServer, { customers, seconds, 
     }
     table += `\npeak RSS of each instance: ${rss.join(', ')} MB; failed requests: ${rows.reduce((sum, row) => sum + row.failed, 0)}\n`;
     mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify({ customers, seconds: SECONDS, cores: cpus().length, postgres: facts, settings: BENCH_SETTINGS, rows, rssMb: rss }, null, 2)}\n`);
+    writeFileSync(out, `${JSON.stringify({ customers, seconds, cores: cpus().length, postgres: facts, settings: BENCH_SETTINGS, rows, rssMb: rss }, null, 2)}\n`);
     log(`written to ${out}`);
     await server.drop('bench_instances');
   } finally {

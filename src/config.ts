@@ -92,6 +92,9 @@ export interface Config {
   trustedProxies: string[];
 }
 
+/** An instance's lease and heartbeat unless INSTANCE_LEASE_MS and INSTANCE_HEARTBEAT_MS say otherwise. */
+export const DEFAULT_INSTANCE_TIMES = { leaseMs: 10_000, heartbeatMs: 2_000 } as const;
+
 /** The waits before the retries of a webhook delivery: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
 export const DEFAULT_RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 
@@ -159,8 +162,8 @@ export function loadConfig(env: Env): Config {
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
   // node:http refuses a headers limit longer than the request limit; say so by name rather than with its stack.
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
-  const leaseMs = integer('INSTANCE_LEASE_MS', 10_000, 100, 600_000);
-  const heartbeatMs = integer('INSTANCE_HEARTBEAT_MS', 2_000, 20, 300_000);
+  const leaseMs = integer('INSTANCE_LEASE_MS', DEFAULT_INSTANCE_TIMES.leaseMs, 100, 600_000);
+  const heartbeatMs = integer('INSTANCE_HEARTBEAT_MS', DEFAULT_INSTANCE_TIMES.heartbeatMs, 20, 300_000);
   // A lease renewed less often than twice in its life expires under a live instance at the first slow heartbeat.
   if (heartbeatMs * 2 > leaseMs) throw new ConfigError('INSTANCE_HEARTBEAT_MS', `must be at most half of INSTANCE_LEASE_MS (${leaseMs})`);
   const backupDir = text('BACKUP_DIR');

@@ -39,7 +39,7 @@ export interface IdempotencyKeyRepository {
    * Resolves once the key is no longer held by another live process (after a claim found it `running` `elsewhere`):
    * its reply stored, its key released, or its process gone. Rejects with the signal's reason when `signal` aborts.
    */
-  settledElsewhere(userId: string, key: string, signal?: AbortSignal): Promise<void>;
+  settledElsewhere(userId: string, key: string, signal: AbortSignal): Promise<void>;
 }
 
 /** Returns the idempotency key queries, prepared once. `owner` names this process, so markers of a crashed one are taken over. */

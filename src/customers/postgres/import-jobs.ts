@@ -16,6 +16,7 @@
 import { mkdirSync } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DEFAULT_INSTANCE_TIMES } from '../../config.ts';
 import type { PostgresEngine } from '../../db/pg-engine.ts';
 import { registerInstance } from '../../db/postgres/instances.ts';
 import type { JobToRun } from '../imports/job-store.ts';
@@ -63,8 +64,6 @@ export interface PgImportJobs extends ImportJobs {
 
 /** An upload no job names, untouched this long, was cut while arriving (its instance killed): removed at start. */
 const ORPHAN_UPLOAD_MS = 3_600_000;
-/** The instances' defaults (config.ts), for jobs that register their own instance. */
-const OWN_INSTANCE = { leaseMs: 10_000, heartbeatMs: 2_000 };
 
 /**
  * Returns the CSV import jobs on PostgreSQL, started: `options.folder` keeps only the uploads of jobs still to run
@@ -73,8 +72,9 @@ const OWN_INSTANCE = { leaseMs: 10_000, heartbeatMs: 2_000 };
  */
 export function createPgImportJobs(engine: PostgresEngine, store: CustomerRepository, feed: { catchUp(): Promise<void> }, options: PgImportJobsOptions): PgImportJobs {
   const { folder, clock, onEnd, onFinish, onError = () => {} } = options;
-  const own = options.instance ? undefined : registerInstance(engine, { ...OWN_INSTANCE, onError });
-  const instance: JobInstance = options.instance ?? { id: own!.id, ready: own!.ready, heartbeatMs: OWN_INSTANCE.heartbeatMs };
+  // Without an instance (the bench, tests of the jobs alone), the jobs register one of their own with the defaults.
+  const own = options.instance ? undefined : registerInstance(engine, { ...DEFAULT_INSTANCE_TIMES, onError });
+  const instance: JobInstance = options.instance ?? { id: own!.id, ready: own!.ready, heartbeatMs: DEFAULT_INSTANCE_TIMES.heartbeatMs };
   const jobs = createPgImportJobStore(engine, instance.id);
   mkdirSync(folder, { recursive: true });
   const uploadPath = (id: string) => join(folder, `${id}.csv`);

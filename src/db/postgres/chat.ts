@@ -31,7 +31,7 @@ import {
   type ThreadRow,
 } from '../chat.ts';
 import type { PgSql, PostgresEngine } from '../pg-engine.ts';
-import { settleOrRetry } from './settle-or-retry.ts';
+import { settleOrRetry, whileHeldElsewhere } from './claims.ts';
 
 /** Reads the user's thread; `not_found` when it does not exist or is another user's. */
 async function threadOf(sql: PgSql, userId: string, id: string): Promise<ThreadRow> {
@@ -101,9 +101,6 @@ async function insertMessages(tx: PgSql, threadId: string, messages: readonly Ne
 /** The channel a proposal's id is sent on when its confirm's claim ends (settled or released), in that transaction. */
 const CONFIRM_CHANNEL = 'chat_actions';
 
-/** How often a confirm waiting on another instance looks again, should a notification be missed or its runner die. */
-const WAIT_POLL_MS = 250;
-
 /**
  * Settles the proposal if it is still proposed and, for a rejection, no other live instance than `me` is confirming
  * it; a settled one, or none, is left as it is. Resolves to whether it changed.
@@ -140,20 +137,6 @@ async function runsElsewhere(sql: PgSql, me: string, actionId: string): Promise<
     SELECT status = 'proposed' AND running_on IS NOT NULL AND running_on <> ${me} AND campaigns_instance_alive(running_on) AS elsewhere
     FROM chat_actions WHERE id = ${actionId}`;
   return row?.elsewhere ?? false;
-}
-
-/** Resolves after `ms`, or at once when `wake` is called (it is set for this wait) or the signal aborts. */
-function pause(ms: number, signal: AbortSignal, setWake: (wake: () => void) => void): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    setWake(done);
-  });
 }
 
 /**
@@ -258,21 +241,8 @@ export function createPgChatRepository(engine: PostgresEngine, instanceId: strin
       );
     },
 
-    async whileConfirmingElsewhere(actionId, signal) {
-      let wake = () => {};
-      const unlisten = engine.listen(CONFIRM_CHANNEL, (payload) => {
-        if (payload === actionId) wake();
-      });
-      try {
-        // A notification sent between a look and the pause that follows it is caught by the poll.
-        while (await runsElsewhere(sql, instanceId, actionId)) {
-          signal.throwIfAborted();
-          await pause(WAIT_POLL_MS, signal, (w) => (wake = w));
-          signal.throwIfAborted();
-        }
-      } finally {
-        unlisten();
-      }
+    whileConfirmingElsewhere(actionId, signal) {
+      return whileHeldElsewhere(engine, CONFIRM_CHANNEL, actionId, () => runsElsewhere(sql, instanceId, actionId), signal);
     },
   };
 }

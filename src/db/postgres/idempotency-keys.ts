@@ -5,12 +5,10 @@
 // ended; while it lives, a duplicate waits for it, woken by the NOTIFY its completion or release sends.
 import type { PostgresEngine } from '../pg-engine.ts';
 import type { Claim, IdempotencyKeyRepository, KeyRow } from '../idempotency-keys.ts';
-import { settleOrRetry } from './settle-or-retry.ts';
+import { settleOrRetry, whileHeldElsewhere } from './claims.ts';
 
 /** The channel a stored or released key is announced on; the payload is `settledSlot(userId, key)`. */
 const SETTLED_CHANNEL = 'idempotency_keys';
-/** How often a wait looks again without a notification: one may be lost in a reconnection, or the owner may die. */
-const POLL_MS = 250;
 
 /** The payload naming one user's key. */
 const settledSlot = (userId: string, key: string): string => `${userId}\n${key}`;
@@ -73,35 +71,8 @@ export function createPgIdempotencyKeyRepository(engine: PostgresEngine, owner: 
       );
     },
 
-    async settledElsewhere(userId, key, signal) {
-      const slot = settledSlot(userId, key);
-      let wake = (): void => {};
-      const stopListening = engine.listen(SETTLED_CHANNEL, (payload) => {
-        if (payload === slot) wake();
-      });
-      try {
-        for (;;) {
-          signal?.throwIfAborted();
-          if (!(await heldElsewhere(userId, key))) return;
-          await new Promise<void>((resolve, reject) => {
-            const done = (): void => {
-              clearTimeout(timer);
-              signal?.removeEventListener('abort', abort);
-              resolve();
-            };
-            const abort = (): void => {
-              clearTimeout(timer);
-              reject(signal!.reason);
-            };
-            const timer = setTimeout(done, POLL_MS);
-            wake = done;
-            signal?.addEventListener('abort', abort, { once: true });
-            if (signal?.aborted) abort(); // aborted while the read above ran
-          });
-        }
-      } finally {
-        stopListening();
-      }
+    settledElsewhere(userId, key, signal) {
+      return whileHeldElsewhere(engine, SETTLED_CHANNEL, settledSlot(userId, key), () => heldElsewhere(userId, key), signal);
     },
   };
 }
