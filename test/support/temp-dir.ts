@@ -1,17 +1,19 @@
-// Temporary folders for a test file, removed when the file's tests are done.
+// Temporary folders for a test file, removed when the file's process ends.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after } from 'node:test';
 
 const dirs: string[] = [];
 let cleanupRegistered = false;
 
-/** Returns a new empty folder under the system's temporary folder; it is removed after this file's tests. */
+/**
+ * Returns a new empty folder under the system's temporary folder; it is removed when this test file's process exits.
+ * (Not node:test's `after`: called inside a test, it attaches to that test, and the folders of later tests stayed.)
+ */
 export function tempDir(prefix = 'campaigns-test-'): string {
   if (!cleanupRegistered) {
     cleanupRegistered = true;
-    after(() => {
+    process.once('exit', () => {
       for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
     });
   }
