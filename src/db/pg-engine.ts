@@ -10,7 +10,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import postgres from 'postgres';
 import type { Engine, Leadership } from './engine.ts';
 import { HostSockets } from './pg-sockets.ts';
-import { classifyDatabaseError, databaseUnavailable } from './unavailable.ts';
+import { classifyDatabaseError, databaseUnavailable, isConnectionLost } from './unavailable.ts';
 
 /** A connection pool, or one of its transactions: what a PostgreSQL repository runs its statements on. */
 export type PgSql = postgres.Sql | postgres.TransactionSql;
@@ -63,6 +63,49 @@ const WAIT_FOR_CONNECTION_MS = 4_000;
 function sessionAttributes(url: string): { target_session_attrs?: 'primary' } {
   const query = url.includes('?') ? new URLSearchParams(url.slice(url.indexOf('?') + 1)) : undefined;
   return query?.get('target_session_attrs') === 'read-write' ? { target_session_attrs: 'primary' } : {};
+}
+
+/**
+ * How long a transaction whose work failed with a connection's loss waits for its own connection to close before it
+ * rolls back: the failure may be another connection's, and this one alive.
+ */
+const CLOSE_AFTER_SHUTDOWN_MS = 1_000;
+
+/** Whether a transaction's connection has closed under it (postgres.js then rejects the transaction at once). */
+interface ConnectionWatch {
+  closed: boolean;
+  /** Settles true when the connection closes while the work runs (false once the transaction has ended otherwise). */
+  closing: Promise<boolean>;
+}
+
+/** What a transaction's statements throw once its connection has closed: the same as postgres.js's own. */
+function connectionClosedError(): Error {
+  return Object.assign(new Error("The transaction's connection closed."), { code: 'CONNECTION_CLOSED' });
+}
+
+/** The properties of a transaction that send statements (besides calling it as a tagged template). */
+const SENDING = new Set<PropertyKey>(['unsafe', 'file', 'savepoint']);
+
+/**
+ * The transaction `tx` as its work sees it: once its connection has closed, a statement the work sends throws
+ * CONNECTION_CLOSED instead of going to postgres.js, which would write it on the closed connection from a timer and
+ * throw there, uncaught (3.4). (Work awaiting something else when the connection closes sends its next one then.)
+ */
+function closedWith(tx: postgres.TransactionSql, connection: ConnectionWatch): postgres.TransactionSql {
+  return new Proxy(tx, {
+    apply(target, self, args) {
+      if (connection.closed) throw connectionClosedError();
+      return Reflect.apply(target, self, args);
+    },
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== 'function' || !SENDING.has(key)) return value;
+      return (...args: unknown[]) => {
+        if (connection.closed) throw connectionClosedError();
+        return Reflect.apply(value, target, args);
+      };
+    },
+  });
 }
 
 /** Thrown into a transaction that started after its caller had been answered `unavailable`: it rolls back. */
@@ -125,19 +168,30 @@ export class PostgresEngine implements Engine<PgSql> {
   }
 
   /**
+   * Runs `work` in a new transaction of its own, even when called inside another (a change feed's catch-up, the
+   * audience index's load: what they read must be what is committed). Throws as `write`.
+   */
+  transaction<T>(options: 'read only' | 'read write', work: (tx: PgSql) => T): Promise<Awaited<T>> {
+    return this.begin(options === 'read only' ? 'isolation level repeatable read read only' : '', work, { joinable: false });
+  }
+
+  /**
    * Runs `work` in a new transaction. Waiting for a connection ends with `unavailable` after WAIT_FOR_CONNECTION_MS
    * when no host is reachable; the transaction, should it start later all the same, then rolls back at once: its
    * caller was told it failed.
    */
-  private async begin<T>(options: string, work: (tx: PgSql) => T): Promise<Awaited<T>> {
+  private async begin<T>(options: string, work: (tx: PgSql) => T, { joinable = true } = {}): Promise<Awaited<T>> {
     let started = false;
     let abandoned = false;
     let timer: NodeJS.Timeout | undefined;
     const transaction = this.sql.begin(options, (tx) => {
       started = true;
       if (abandoned) throw new Abandoned('the caller was answered unavailable');
-      return this.inTransaction(tx, work);
+      return this.inTransaction(tx, work, connection, joinable);
     }) as Promise<Awaited<T>>;
+    // While `work` runs, postgres.js settles the transaction only when its connection closes.
+    const connection: ConnectionWatch = { closed: false, closing: transaction.then(() => false, () => true) };
+    void connection.closing.then((closed) => (connection.closed = closed));
     const waited = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         if (started || this.sockets.reachable) return; // connected, or a busy pool: the wait is not an outage's
@@ -154,11 +208,33 @@ export class PostgresEngine implements Engine<PgSql> {
     }
   }
 
-  /** Runs the work of a transaction, then sends its notifications: only work that succeeded sends, before COMMIT. */
-  private async inTransaction<T>(tx: postgres.TransactionSql, work: (tx: PgSql) => T): Promise<Awaited<T>> {
+  /**
+   * Runs the work of a transaction, then sends its notifications: only work that succeeded sends, before COMMIT.
+   *
+   * Once the transaction's connection has closed under it, the work never settles: postgres.js would send its COMMIT
+   * or ROLLBACK on that closed connection, which (in 3.4) throws from a timer, uncaught, and ends the process. The
+   * caller has the connection's error already (postgres.js rejects the transaction when its connection closes), and
+   * the server ended the transaction with the session.
+   */
+  private async inTransaction<T>(sql: postgres.TransactionSql, work: (tx: PgSql) => T, connection: ConnectionWatch, joinable: boolean): Promise<Awaited<T>> {
+    const tx = closedWith(sql, connection);
     const open: OpenTransaction = { tx, notifications: [] };
-    const result = await this.open.run(open, () => work(tx));
-    for (const [channel, payload] of open.notifications) await tx`SELECT pg_notify(${channel}, ${payload})`;
+    let result: Awaited<T>;
+    try {
+      // Work that is not joinable runs outside every transaction's context: what it starts is not part of it.
+      result = await (joinable ? this.open.run(open, () => work(tx)) : this.open.exit(() => work(tx)));
+      for (const [channel, payload] of open.notifications) await tx`SELECT pg_notify(${channel}, ${payload})`;
+    } catch (error) {
+      // A lost connection closes within the same turn as its query's failure; a server shutting down the session
+      // says so (57P01) a moment before it closes. The failure may also be another connection's, this one alive.
+      let timer: NodeJS.Timeout | undefined;
+      const notYet = new Promise<false>((resolve) => (timer = setTimeout(resolve, isConnectionLost(error) ? CLOSE_AFTER_SHUTDOWN_MS : 0, false)));
+      const closed = await Promise.race([connection.closing, notYet]);
+      clearTimeout(timer);
+      if (closed) return new Promise<never>(() => {});
+      throw error;
+    }
+    if (connection.closed) return new Promise<never>(() => {});
     return result;
   }
 

@@ -16,7 +16,8 @@ const CLIENT_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONN
  * SQLSTATEs of a server going away or not taking writes: admin_shutdown, crash_shutdown, cannot_connect_now (starting
  * up, shutting down, in recovery), and read_only_sql_transaction (a standby, or a primary being demoted).
  */
-const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '25006']);
+const READ_ONLY = '25006';
+const SERVER_CODES = new Set(['57P01', '57P02', '57P03', READ_ONLY]);
 
 /** Whether `error` says that no primary database is reachable now: connection class 08, or one of the codes above. */
 export function isDatabaseUnavailable(error: unknown): boolean {
@@ -24,6 +25,16 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return false;
   return NETWORK_CODES.has(code) || CLIENT_CODES.has(code) || SERVER_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code);
+}
+
+/**
+ * Whether `error` (as the client library or the sockets threw it) says a connection was lost: its socket failed or
+ * closed, or the server ended the session (shutting down, or a connection failure of class 08).
+ */
+export function isConnectionLost(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || error instanceof AppError) return false;
+  return NETWORK_CODES.has(code) || CLIENT_CODES.has(code) || (SERVER_CODES.has(code) && code !== READ_ONLY) || /^08[0-9A-Z]{3}$/.test(code);
 }
 
 /** Returns the `unavailable` error for a database failure, keeping the failure as its cause (for the log). */

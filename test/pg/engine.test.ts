@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { PostgresEngine, type PgSql } from '../../src/db/pg-engine.ts';
+import { AppError } from '../../src/domain/errors.ts';
 import { serverUrl } from '../support/postgres.ts';
 
 const URL = serverUrl();
@@ -142,4 +143,64 @@ test('ping answers while the database does, and not once the engine is closed', 
   await closing.ping();
   await closing.close();
   await assert.rejects(closing.ping());
+});
+
+/** Ends the session of backend `pid` from another connection, as a primary going away ends it. */
+const cut = (pid: number) => engine.sql`SELECT pg_terminate_backend(${pid})`;
+const backendOf = async (tx: PgSql) => (await tx<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`)[0]!.pid;
+const isUnavailable = (error: unknown) => error instanceof AppError && error.code === 'unavailable';
+
+// postgres.js 3.4 writes a transaction's ROLLBACK (or any later statement) on its connection even once that
+// connection has closed, and the write then throws from a timer: uncaught, the process would end (node:test fails
+// the test it runs in). Each test below asks the engine again afterwards, past that timer.
+test('a transaction whose connection is cut under a statement fails unavailable; the process and the pool go on', async () => {
+  const cutting = instance();
+  const table = await notesTable();
+  const failed = cutting.write(async (tx) => {
+    await insert(tx, table, 'lost with the session');
+    const pid = await backendOf(tx);
+    await Promise.all([tx`SELECT pg_sleep(5)`, cut(pid)]);
+  });
+  await assert.rejects(failed, isUnavailable);
+  for (let i = 0; i < 8; i++) await cutting.write((tx) => insert(tx, table, `after ${i}`));
+  assert.deepEqual(await texts(table), Array.from({ length: 8 }, (_, i) => `after ${i}`));
+});
+
+test('a transaction whose connection closes while its work waits on something else fails at once, and sends nothing more', async () => {
+  const cutting = instance();
+  const table = await notesTable();
+  let resume!: () => void;
+  const waiting = new Promise<void>((resolve) => (resume = resolve));
+  let sentAfter: unknown;
+  const failed = cutting.write(async (tx) => {
+    await cut(await backendOf(tx));
+    await waiting; // a model's answer, a password hash: anything but this connection
+    try {
+      await insert(tx, table, 'after the cut');
+    } catch (error) {
+      sentAfter = error;
+      throw error;
+    }
+  });
+  await assert.rejects(failed, isUnavailable);
+  resume();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal((sentAfter as { code?: string } | undefined)?.code, 'CONNECTION_CLOSED');
+  await cutting.write((tx) => insert(tx, table, 'next'));
+  assert.deepEqual(await texts(table), ['next']);
+});
+
+test('work that fails for its own reasons still rolls back, and its connection serves the next transaction', async () => {
+  const single = new PostgresEngine(URL, { max: 1 });
+  engines.push(single);
+  const table = await notesTable();
+  await assert.rejects(
+    single.write(async (tx) => {
+      await insert(tx, table, 'undone');
+      throw new AppError('conflict', 'no');
+    }),
+    (error) => error instanceof AppError && error.code === 'conflict',
+  );
+  await single.write((tx) => insert(tx, table, 'kept'));
+  assert.deepEqual(await texts(table), ['kept']);
 });

@@ -39,7 +39,7 @@ export class PgAudienceSource implements AudienceSource {
    * caller's context has open (a count inside a write must not load through that write's uncommitted state).
    */
   async load(columns: AudienceColumns): Promise<number> {
-    return this.engine.sql.begin('isolation level repeatable read read only', async (tx) => {
+    return this.engine.transaction('read only', async (tx) => {
       const [marks] = await tx<{ generation: number; total: number }[]>`
         SELECT coalesce((SELECT value FROM meta WHERE key = 'customers_generation'), 0) AS generation,
                coalesce((SELECT sum(customers) FROM customer_totals), 0)::bigint AS total`;

@@ -162,7 +162,7 @@ export class PgChangeFeed extends ChangeListeners {
     while (this.marks.length > 0 && now - this.marks[0]!.at >= this.keepFor) through = this.marks.shift()!.generation;
     if (through === 0) return 0;
     // Its own transaction, as a catch-up's: the timer may have been set from within a transaction's context.
-    return this.engine.sql.begin(async (tx) => {
+    return this.engine.transaction('read write', async (tx) => {
       // The mark first, in the same transaction: a snapshot sees both the mark and the rows gone, or neither.
       await tx`INSERT INTO meta (key, value) VALUES ('customer_changes_pruned', ${through})
                ON CONFLICT (key) DO UPDATE SET value = greatest(meta.value, excluded.value)`;
@@ -202,7 +202,7 @@ export class PgChangeFeed extends ChangeListeners {
    * transaction on the pool, never one the caller's context has open: the log is read as committed.
    */
   private async readLog(): Promise<void> {
-    await this.engine.sql.begin('isolation level repeatable read read only', async (tx) => {
+    await this.engine.transaction('read only', async (tx) => {
       const [marks] = await tx<{ committed: number; pruned: number }[]>`
         SELECT coalesce((SELECT value FROM meta WHERE key = 'customers_generation'), 0) AS committed,
                coalesce((SELECT value FROM meta WHERE key = 'customer_changes_pruned'), 0) AS pruned`;

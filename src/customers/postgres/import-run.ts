@@ -13,6 +13,7 @@
 // its rows: postgres.js leaves Nagle's algorithm on, and the server delays its acknowledgement.)
 import { MessageChannel } from 'node:worker_threads';
 import type { PgSql, PostgresEngine } from '../../db/pg-engine.ts';
+import { isConnectionLost } from '../../db/unavailable.ts';
 import { receiveBatches } from '../imports/csv-job.ts';
 import { parseCsvFile, type ParsedBatch } from '../imports/csv-parser.ts';
 import type { JobToRun, SkippedRow } from '../imports/job-store.ts';
@@ -81,6 +82,8 @@ export async function runPgCsvJob(job: JobToRun, path: string, deps: PgJobRunDep
   /** Updating: the customers this job has stored or replaced, so a later row repeating an email is reported, not applied. */
   const seen = job.onExisting === 'update' ? new CustomerIdSet() : undefined;
   let conn: Awaited<ReturnType<PostgresEngine['sql']['reserve']>> | undefined;
+  /** Whether the job's connection was lost (closed by the server, or its socket failed). */
+  let lost = false;
 
   /** Stages the batch unless it is the one staged. */
   const stage = async (on: PgSql, batch: ParsedBatch): Promise<Staged> => {
@@ -177,12 +180,16 @@ export async function runPgCsvJob(job: JobToRun, path: string, deps: PgJobRunDep
     }
   } catch (error) {
     if (error instanceof JobGone) return 'gone';
+    lost = isConnectionLost(error);
     throw error;
   } finally {
     parsed.close();
-    // The pooled connection goes back without the job's rows.
-    await closeStaging(conn).catch(() => {});
-    conn?.release();
+    // The pooled connection goes back without the job's rows. A lost one is not touched again: postgres.js has put it
+    // back already, and a statement sent on it would throw from a timer, uncaught (see inTransaction).
+    if (!lost) {
+      await closeStaging(conn).catch(() => {});
+      conn?.release();
+    }
   }
 }
 
@@ -206,7 +213,9 @@ async function inTransaction<T>(conn: PgSql, work: (tx: PgSql) => Promise<{ valu
     await Promise.all([last, conn`COMMIT`]);
     return value;
   } catch (error) {
-    await conn`ROLLBACK`.catch(() => {});
+    // On a lost connection the server has rolled back; postgres.js 3.4 would throw, uncaught, from the timer that
+    // sends a statement on a closed connection.
+    if (!isConnectionLost(error)) await conn`ROLLBACK`.catch(() => {});
     throw error;
   }
 }
