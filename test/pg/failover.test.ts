@@ -1,11 +1,11 @@
 // Failover to a promoted standby (product.md section 13, "Failover"; issue 35): a primary with a synchronous streaming
-// standby of its own (not the TEST_DATABASE_URL server), and a real `npm start` process on the multi-host URL
+// standby of its own (not the TEST_DATABASE_URL server), and two real `npm start` processes on the multi-host URL
 // `...primary,standby/...?target_session_attrs=read-write`, written to by a few clients without pause. The primary is
 // stopped as if its machine died (`pg_ctl stop -m immediate`); while no primary is reachable every request answers,
 // within 5 seconds, 503 `unavailable` with Retry-After of 1 to 5 seconds, never 500, never a hang, and /health is
-// 503; the standby is promoted, and the same process (never restarted) answers /health 200 and takes writes again.
-// Then: every write acknowledged (2xx) is on the promoted server, and the instance's segment counts follow a write
-// made by someone else after the failover (its LISTEN connection came back, and it caught up). The time requests saw
+// 503; the standby is promoted, and the same processes (never restarted) answer /health 200 and take writes again.
+// Then: every write acknowledged (2xx) is on the promoted server, and each instance's segment counts follow a write
+// made by someone else after the failover (their LISTEN connections came back, and they caught up). The time requests saw
 // 503 is printed as a diagnostic.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -30,6 +30,8 @@ interface Seen {
   ms: number;
   /** When it was answered (performance.now()). */
   at: number;
+  /** Which instance answered (its index), once known. */
+  instance?: number;
 }
 
 /** Sends one request, timed, and never throws: what came back (or did not) is the record. */
@@ -76,10 +78,11 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
   const standby = await startStandby(primary, { synchronous: true });
   t.after(() => standby.stop());
   const url = `postgres://postgres@127.0.0.1:${primary.port},127.0.0.1:${standby.port}/postgres?target_session_attrs=read-write`;
-  // Short leases, so that heartbeats run (and fail) during the outage.
-  const service = await launchService({ DATABASE_URL: url, INSTANCE_LEASE_MS: '2000', INSTANCE_HEARTBEAT_MS: '250' });
-  t.after(() => service.stop());
-  const token = await signInAdmin(service.url);
+  // Two instances, short leases so that heartbeats run (and fail) during the outage.
+  const env = { DATABASE_URL: url, INSTANCE_LEASE_MS: '2000', INSTANCE_HEARTBEAT_MS: '250' };
+  const services = await Promise.all([launchService(env), launchService(env)]);
+  t.after(() => Promise.all(services.map((service) => service.stop())));
+  const token = await signInAdmin(services[0]!.url);
 
   const seen: Seen[] = [];
   const acknowledged: string[] = [];
@@ -95,31 +98,61 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
     for (let i = 0; !stopping; i++) {
       const email = `w${n}-${i}@failover.example.com`;
       const customer = { name: `Writer ${n} ${i}`, email, country: COUNTRY, totalTransactions: 1, totalAmountSpent: 10, lastActivityDate: '2026-11-01', status: 'active' };
-      const answer = record(await send(service.url, 'POST', '/v1/customers', token, customer));
+      const answer = record({ ...(await send(services[n % services.length]!.url, 'POST', '/v1/customers', token, customer)), instance: n % services.length });
       if (answer.status >= 200 && answer.status < 300) acknowledged.push(email);
     }
   };
   const health = async () => {
-    while (!stopping) {
-      const answer = record(await send(service.url, 'GET', '/health', undefined));
+    for (let i = 0; !stopping; i++) {
+      const answer = record(await send(services[i % services.length]!.url, 'GET', '/health', undefined));
       // A healthy instance answers in a millisecond: ask every 50 ms rather than spin.
       if (answer.status === 200) await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };
+  /**
+   * Waits for `ready`; fails at once, with its output, when an instance exits (none may), and after `ms` with what each
+   * instance answered since the primary stopped.
+   */
+  const waitFor = async (what: string, ready: () => boolean, ms = 45_000) => {
+    let timer: NodeJS.Timeout | undefined;
+    const exited = services.map((service, i) =>
+      service.exited.then((exit) => Promise.reject(new Error(`instance ${i} exited (${exit.code ?? exit.signal}) while waiting for ${what}:\n${service.stderr().slice(-3000)}`))),
+    );
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const answers = services.map((_, i) => {
+          const statuses = seen.filter((s) => s.instance === i && s.at > halted).map((s) => s.status);
+          return `instance ${i}: ${[...new Set(statuses)].map((status) => `${status} x${statuses.filter((x) => x === status).length}`).join(', ')}`;
+        });
+        reject(new Error(`${what}: not within ${ms} ms. Writes answered since the primary stopped: ${answers.join('; ')}`));
+      }, ms);
+    });
+    try {
+      await Promise.race([progress.waitFor(ready), late, ...exited]);
+    } catch (error) {
+      stopping = true; // the clients end with the test
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  let halted = Infinity;
   const clients = [...Array.from({ length: WRITERS }, (_, n) => writer(n)), health()];
   const after = (at: number, path: string, status: number) => seen.filter((s) => s.at > at && s.path === path && s.status === status);
 
-  await progress.waitFor(() => acknowledged.length >= WRITES_PER_PHASE);
-  const halted = performance.now();
+  await waitFor('the first writes', () => acknowledged.length >= WRITES_PER_PHASE);
+  halted = performance.now();
   primary.halt();
   // Every writer has been told `unavailable` at least once, and /health says so too.
-  await progress.waitFor(() => after(halted, '/v1/customers', 503).length >= WRITERS && after(halted, '/health', 503).length > 0);
+  await waitFor('503 answers', () => after(halted, '/v1/customers', 503).length >= WRITERS && after(halted, '/health', 503).length > 0);
 
   const promoting = performance.now();
   await standby.promote();
   const promoted = performance.now();
   const ackedBefore = acknowledged.length;
-  await progress.waitFor(() => after(promoted, '/health', 200).length > 0 && acknowledged.length >= ackedBefore + WRITES_PER_PHASE);
+  // Each instance by itself: /health 200 is not enough, it must take a write again.
+  const writtenBy = (i: number) => seen.some((s) => s.at > promoted && s.path === '/v1/customers' && s.status === 200 && s.instance === i);
+  await waitFor('each instance taking writes again', () => after(promoted, '/health', 200).length > 0 && acknowledged.length >= ackedBefore + WRITES_PER_PHASE && services.every((_, i) => writtenBy(i)));
   stopping = true;
   await Promise.all(clients);
 
@@ -128,7 +161,7 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
   assert.deepEqual(wrong, [], 'answers other than 200 and 503 unavailable with Retry-After 1..5');
   const slow = seen.filter((s) => s.ms > ANSWER_WITHIN_MS);
   assert.deepEqual(slow, [], `answers slower than ${ANSWER_WITHIN_MS} ms`);
-  assert.equal(service.log.problems.filter((line) => line.includes('"status":500')).length, 0);
+  for (const service of services) assert.equal(service.log.problems.filter((line) => line.includes('"status":500')).length, 0);
 
   // Nothing acknowledged is lost: the promoted standby had each of those commits before it was acknowledged.
   const sql = postgres(standby.url, { max: 1, onnotice: () => {} });
@@ -140,7 +173,7 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
   // until they do. Right after a failover the LISTEN connection may still be between two attempts (at most one
   // connect_timeout, 2 s); once back it catches up on what it missed. Hence 5 s here, not the 1 s of steady state.
   const conditions = [{ field: 'country', operator: 'eq', value: COUNTRY }];
-  const previewCount = async () => {
+  const previewCount = async (service: (typeof services)[number]) => {
     const response = await fetch(`${service.url}/v1/segments/preview`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -150,19 +183,23 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
   };
   const countInDatabase = async () => (await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM customers WHERE country_key = ${COUNTRY.toLowerCase()}`)[0]!.n;
   // Known limit (README, "Failover"): a commit the old primary showed while it waited for the standby, and lost with
-  // it, may have been read by the instance, and the new primary reuses its generation for another write, which the
-  // instance then skips: its index may differ by the writes in flight when the primary stopped (one per writer).
-  const counts = [await previewCount(), await countInDatabase()];
-  assert.ok(Math.abs(counts[0]! - counts[1]!) <= WRITERS, `the audience index after the failover: ${counts[0]}, the database ${counts[1]}`);
-  const before = await previewCount();
+  // it, may have been read by an instance, and the new primary reuses its generation for another write, which that
+  // instance then skips. So an index may differ by at most the writes in flight when the primary stopped (one per
+  // writer); any more is an index that did not follow.
+  const within = async (service: (typeof services)[number], expected: number) => Math.abs((await previewCount(service)) - expected) <= WRITERS;
+  for (const service of services) assert.ok(await within(service, await countInDatabase()), `the audience index of ${service.url} after the failover: ${await previewCount(service)}, the database ${await countInDatabase()}`);
+  const befores = await Promise.all(services.map(previewCount));
   await sql`
     INSERT INTO customers (name, email, country, country_key, total_transactions, amount_cents, last_activity_at, status, created_at, updated_at)
     VALUES ('Elsewhere', 'elsewhere@failover.example.com', ${COUNTRY}, ${COUNTRY.toLowerCase()}, 1, 100, 0, 'active', 0, 0)`;
   const expected = await countInDatabase();
-  let counted = await previewCount();
-  for (const deadline = performance.now() + 5_000; counted === before && performance.now() < deadline; ) counted = await previewCount();
-  assert.equal(counted, before + 1, "the instance's segment count follows a write made elsewhere after the failover");
-  assert.ok(Math.abs(counted - expected) <= WRITERS, `${counted}, the database ${expected}`);
+  for (const [i, service] of services.entries()) {
+    const before = befores[i]!;
+    let counted = before;
+    for (const deadline = performance.now() + 5_000; counted === before && performance.now() < deadline; ) counted = await previewCount(service);
+    assert.equal(counted, before + 1, `the segment count of ${service.url} follows a write made elsewhere after the failover`);
+    assert.ok(Math.abs(counted - expected) <= WRITERS, `${service.url}: ${counted}, the database ${expected}`);
+  }
 
   const unavailable = seen.filter((s) => s.status === 503);
   const firstUnavailable = Math.min(...unavailable.map((s) => s.at - s.ms));
@@ -171,5 +208,7 @@ test('a promoted synchronous standby takes over: 503 unavailable meanwhile, no a
   const ms = (x: number) => `${Math.round(x)} ms`;
   t.diagnostic(`requests saw 503 for ${ms(lastUnavailable - firstUnavailable)} (primary stopped to promotion started: ${ms(promoting - halted)}; promotion took ${ms(promoted - promoting)})`);
   t.diagnostic(`first acknowledged write ${ms(firstWriteBack - promoted)} after the promotion ended, ${ms(firstWriteBack - halted)} after the primary stopped`);
+  const backAt = services.map((_, i) => Math.min(...seen.filter((s) => s.instance === i && s.status === 200 && s.at > promoted).map((s) => s.at)) - promoted);
+  t.diagnostic(`each instance's first acknowledged write after the promotion ended: ${backAt.map(ms).join(', ')}`);
   t.diagnostic(`503 answers: ${unavailable.length}, slowest ${ms(Math.max(...unavailable.map((s) => s.ms)))}; acknowledged writes: ${acknowledged.length}, all present`);
 });

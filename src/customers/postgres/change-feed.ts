@@ -192,8 +192,8 @@ export class PgChangeFeed extends ChangeListeners {
   }
 
   private async committedGeneration(): Promise<number> {
-    const [row] = await this.engine.sql<{ value: number }[]>`
-      SELECT coalesce((SELECT value FROM meta WHERE key = 'customers_generation'), 0) AS value`;
+    const [row] = await this.engine.transaction('read only', (tx) => tx<{ value: number }[]>`
+      SELECT coalesce((SELECT value FROM meta WHERE key = 'customers_generation'), 0) AS value`);
     return row!.value;
   }
 

@@ -39,12 +39,12 @@ export function createPgCustomerExport(engine: PostgresEngine): CustomerExport {
       const { where, binds } = matchingQuery(bounds);
       // Ids only grow, and customer writes take their ids in commit order (the generation lock of schema.sql's
       // customers_write_turn comes first): fixing the end now makes the reading finish even while imports go on.
-      const [row] = await engine.sql<{ through: number }[]>`SELECT coalesce(max(id), 0)::bigint AS through FROM customers`;
+      const [row] = await engine.transaction('read only', (tx) => tx<{ through: number }[]>`SELECT coalesce(max(id), 0)::bigint AS through FROM customers`);
       const through = row!.through;
       const after = `$${binds.length + 1}`;
       const text = `SELECT ${EXPORT_COLUMNS} FROM customers WHERE id > ${after} AND id <= $${binds.length + 2} ${where} ORDER BY id LIMIT ${ROWS_PER_STEP}`;
       for (let last = 0; last < through; ) {
-        const rows = (await engine.sql.unsafe(text, [...binds, last, through] as never[]).values()) as unknown as ExportRow[];
+        const rows = (await engine.transaction('read only', (tx) => tx.unsafe(text, [...binds, last, through] as never[]).values())) as unknown as ExportRow[];
         if (rows.length > 0) yield rows;
         if (rows.length < ROWS_PER_STEP) return;
         last = rows[rows.length - 1]![0];

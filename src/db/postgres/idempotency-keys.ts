@@ -17,9 +17,9 @@ const settledSlot = (userId: string, key: string): string => `${userId}\n${key}`
 export function createPgIdempotencyKeyRepository(engine: PostgresEngine, owner: string): IdempotencyKeyRepository {
   /** Whether another live instance still holds the key's marker. */
   const heldElsewhere = async (userId: string, key: string): Promise<boolean> => {
-    const rows = await engine.sql`
+    const rows = await engine.transaction('read only', (tx) => tx`
       SELECT 1 FROM idempotency_keys WHERE user_id = ${userId} AND key = ${key}
-        AND owner IS NOT NULL AND owner <> ${owner} AND campaigns_instance_alive(owner)`;
+        AND owner IS NOT NULL AND owner <> ${owner} AND campaigns_instance_alive(owner)`);
     return rows.length > 0;
   };
 

@@ -16,10 +16,10 @@ export function createPgRateCounter(engine: PostgresEngine, scope: string, rule:
 
   /** Deletes expired windows no attempt holds right now (SKIP LOCKED: a sweep never waits, nor makes anyone wait long). */
   const sweep = async (now: number): Promise<void> => {
-    await engine.sql`
+    await engine.transaction('read write', (tx) => tx`
       DELETE FROM rate_windows WHERE (scope, key) IN (
         SELECT scope, key FROM rate_windows WHERE scope = ${scope} AND expires_at <= ${now}
-        LIMIT ${SWEEP_LIMIT} FOR UPDATE SKIP LOCKED)`;
+        LIMIT ${SWEEP_LIMIT} FOR UPDATE SKIP LOCKED)`);
   };
 
   return {
@@ -44,7 +44,7 @@ export function createPgRateCounter(engine: PostgresEngine, scope: string, rule:
     },
 
     async reset(key) {
-      await engine.sql`DELETE FROM rate_windows WHERE scope = ${scope} AND key = ${key}`;
+      await engine.transaction('read write', (tx) => tx`DELETE FROM rate_windows WHERE scope = ${scope} AND key = ${key}`);
     },
   };
 }

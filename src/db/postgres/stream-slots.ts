@@ -85,7 +85,7 @@ export function createPgSlotPool(engine: PostgresEngine, instanceId: string, per
       all--;
       releasing.add(id);
       try {
-        await engine.sql`DELETE FROM stream_slots WHERE id = ${id}`;
+        await engine.transaction('read write', (tx) => tx`DELETE FROM stream_slots WHERE id = ${id}`);
       } catch {
         unreleased.add(id); // the database is out of reach: the next acquire deletes it
       } finally {
