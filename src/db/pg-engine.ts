@@ -143,7 +143,7 @@ export class PostgresEngine implements Engine<PgSql> {
     this.sql = postgres(url, { max, ...common, idle_timeout: 60, connection: { application_name: 'campaigns' }, types });
     this.lockSession = postgres(url, { max: 1, ...common, connection: { application_name: 'campaigns locks' }, types });
     this.onError = onError;
-    this.leaders = new AdvisoryLeadership(this.lockSession);
+    this.leaders = new AdvisoryLeadership((work) => this.onLockSession(work));
   }
 
   get leadership(): Leadership {
@@ -180,11 +180,19 @@ export class PostgresEngine implements Engine<PgSql> {
    * when no host is reachable; the transaction, should it start later all the same, then rolls back at once: its
    * caller was told it failed.
    */
-  private async begin<T>(options: string, work: (tx: PgSql) => T, { joinable = true } = {}): Promise<Awaited<T>> {
+  /**
+   * Runs `work` in a transaction of its own on the lock session (see `lockSession`): what holds or gives up session
+   * advisory locks, and the lease, which must not wait behind a busy pool. Throws as `write`.
+   */
+  onLockSession<T>(work: (tx: PgSql) => T): Promise<Awaited<T>> {
+    return this.begin('', work, { joinable: false, on: this.lockSession });
+  }
+
+  private async begin<T>(options: string, work: (tx: PgSql) => T, { joinable = true, on = this.sql } = {}): Promise<Awaited<T>> {
     let started = false;
     let abandoned = false;
     let timer: NodeJS.Timeout | undefined;
-    const transaction = this.sql.begin(options, (tx) => {
+    const transaction = on.begin(options, (tx) => {
       started = true;
       if (abandoned) throw new Abandoned('the caller was answered unavailable');
       return this.inTransaction(tx, work, connection, joinable);
@@ -276,18 +284,18 @@ const LOCK_SPACE = 0x6361;
  * again looks at the server, not at a memory of having led: after a reconnection the lock may be another's.
  */
 class AdvisoryLeadership implements Leadership {
-  constructor(private readonly session: postgres.Sql) {}
+  constructor(private readonly onSession: <T>(work: (tx: PgSql) => T) => Promise<Awaited<T>>) {}
 
   async tryLead(name: string): Promise<boolean> {
-    const [row] = await this.session<{ leads: boolean }[]>`
+    const [row] = await this.onSession((tx) => tx<{ leads: boolean }[]>`
       SELECT CASE WHEN EXISTS (
           SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
             AND classid = ${LOCK_SPACE}::int::oid AND objid = hashtext(${name})::oid AND objsubid = 2)
-        THEN true ELSE pg_try_advisory_lock(${LOCK_SPACE}, hashtext(${name})) END AS leads`;
+        THEN true ELSE pg_try_advisory_lock(${LOCK_SPACE}, hashtext(${name})) END AS leads`);
     return Boolean(row?.leads);
   }
 
   async resign(name: string): Promise<void> {
-    await this.session`SELECT pg_advisory_unlock(${LOCK_SPACE}, hashtext(${name}))`;
+    await this.onSession((tx) => tx`SELECT pg_advisory_unlock(${LOCK_SPACE}, hashtext(${name}))`);
   }
 }

@@ -51,7 +51,6 @@ const RETRY_MS = 250;
  */
 export function registerInstance(engine: PostgresEngine, { leaseMs, heartbeatMs, onError }: InstanceOptions): Instance {
   const id = randomUUID();
-  const sql = engine.lockSession;
   let timer: NodeJS.Timeout | undefined;
   let beating: Promise<void> = Promise.resolve();
   let stopped = false;
@@ -59,13 +58,14 @@ export function registerInstance(engine: PostgresEngine, { leaseMs, heartbeatMs,
   let failingSince: number | undefined;
 
   /** Writes the lease (again, should another instance have swept this row while this one was cut off). */
-  const renew = async (): Promise<void> => {
-    await sql`
-      INSERT INTO service_instances (id, started_at, expires_at) VALUES (${id}, campaigns_now_ms(), campaigns_now_ms() + ${leaseMs})
-      ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at`;
-    if (failingSince !== undefined) await renewLapsedDuring(sql, Math.ceil(performance.now() - failingSince) + heartbeatMs, leaseMs);
-    await sql`DELETE FROM service_instances WHERE expires_at < campaigns_now_ms() - ${SWEEP_AFTER_MS}`;
-  };
+  const renew = (): Promise<void> =>
+    engine.onLockSession(async (sql) => {
+      await sql`
+        INSERT INTO service_instances (id, started_at, expires_at) VALUES (${id}, campaigns_now_ms(), campaigns_now_ms() + ${leaseMs})
+        ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at`;
+      if (failingSince !== undefined) await renewLapsedDuring(sql, Math.ceil(performance.now() - failingSince) + heartbeatMs, leaseMs);
+      await sql`DELETE FROM service_instances WHERE expires_at < campaigns_now_ms() - ${SWEEP_AFTER_MS}`;
+    });
 
   const schedule = (): void => {
     if (!stopped) timer = setTimeout(beat, failingSince === undefined ? heartbeatMs : Math.min(heartbeatMs, RETRY_MS)).unref();
@@ -96,7 +96,7 @@ export function registerInstance(engine: PostgresEngine, { leaseMs, heartbeatMs,
       stopped = true;
       clearTimeout(timer);
       await beating;
-      await sql`DELETE FROM service_instances WHERE id = ${id}`.catch(onError);
+      await engine.onLockSession((sql) => sql`DELETE FROM service_instances WHERE id = ${id}`).catch(onError);
     },
   };
 }

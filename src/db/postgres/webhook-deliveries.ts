@@ -12,9 +12,8 @@
 // - recordAttempt is conditional on the delivery being pending and counts attempts in the UPDATE itself, so
 //   attempts recorded at once are all counted, and none after the delivery ended.
 import { randomUUID } from 'node:crypto';
-import postgres from 'postgres';
 import { AppError } from '../../domain/errors.ts';
-import type { PostgresEngine } from '../pg-engine.ts';
+import type { PgSql, PostgresEngine } from '../pg-engine.ts';
 import { DELIVERY_COLUMNS, toDelivery, type DeliveryRepository, type DeliveryRow, type DueDelivery, type OutboxEvent } from '../webhook-deliveries.ts';
 import type { PgWebhookRepository } from './webhooks.ts';
 
@@ -53,13 +52,13 @@ class Claims {
   private readonly held = new Map<string, number>();
   private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly session: postgres.Sql) {}
+  constructor(private readonly engine: PostgresEngine) {}
 
-  /** Runs `work` on the lock session after the operations before it. */
-  run<T>(work: (conn: postgres.Sql) => Promise<T>): Promise<T> {
+  /** Runs `work` on the lock session, in a transaction of its own, after the operations before it. */
+  run<T>(work: (conn: PgSql) => Promise<T>): Promise<T> {
     const result = this.queue.then(async () => {
       try {
-        return await work(this.session);
+        return await this.engine.onLockSession(work);
       } catch (error) {
         // The connection may have been lost, and its locks with it: start again from none (another instance may take them).
         this.held.clear();
@@ -74,7 +73,7 @@ class Claims {
    * Forgets the claims the session no longer holds: after postgres.js reconnected the connection, its locks
    * are gone with the old session (and another instance may be attempting those deliveries).
    */
-  async reconcile(conn: postgres.Sql): Promise<void> {
+  async reconcile(conn: PgSql): Promise<void> {
     if (this.held.size === 0) return;
     const rows = await conn<{ key: number }[]>`
       SELECT objid::text::int AS key FROM pg_locks
@@ -84,7 +83,7 @@ class Claims {
   }
 
   /** Claims each of `candidates` (id to seq, in order) this instance does not hold yet, until `limit` are held; returns them. */
-  async claim(conn: postgres.Sql, candidates: readonly { id: string; seq: number }[], limit: number): Promise<number[]> {
+  async claim(conn: PgSql, candidates: readonly { id: string; seq: number }[], limit: number): Promise<number[]> {
     const claimed: number[] = [];
     for (const { id, seq } of candidates) {
       if (claimed.length >= limit) break;
@@ -99,7 +98,7 @@ class Claims {
   }
 
   /** Gives up the claim on the delivery, when this instance holds one. */
-  async release(conn: postgres.Sql, id: string): Promise<void> {
+  async release(conn: PgSql, id: string): Promise<void> {
     const seq = this.held.get(id);
     if (seq === undefined) return;
     this.held.delete(id);
@@ -125,10 +124,10 @@ const lockKey = (seq: number): number => seq % 2_147_483_648;
 /** Returns the outbox queries on the PostgreSQL engine; `webhooks` disables an endpoint when an answer says so. */
 export function createPgDeliveryRepository(engine: PostgresEngine, webhooks: PgWebhookRepository): PgDeliveryRepository {
   const { sql } = engine;
-  const claims = new Claims(engine.lockSession);
+  const claims = new Claims(engine);
 
   /** The claimed deliveries still pending (and due at `now`, when given), read after the claims: their latest state. */
-  const pendingOf = async (conn: postgres.Sql, seqs: number[], now: number | null): Promise<DueRow[]> =>
+  const pendingOf = async (conn: PgSql, seqs: number[], now: number | null): Promise<DueRow[]> =>
     conn<DueRow[]>`
       SELECT d.seq, d.id, d.webhook_seq AS "webhookSeq", e.id AS "eventId", e.body, d.attempt
       FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq
