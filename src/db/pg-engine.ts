@@ -71,6 +71,12 @@ function sessionAttributes(url: string): { target_session_attrs?: 'primary' } {
  */
 const CLOSE_AFTER_SHUTDOWN_MS = 1_000;
 
+/**
+ * A transaction that failed this soon without starting, for a lost connection, may have failed for an earlier
+ * session's end (that error comes at once): it begins again, once. In an outage that costs one connection attempt.
+ */
+const STALE_FAILURE_MS = 250;
+
 /** Whether a transaction's connection has closed under it (postgres.js then rejects the transaction at once). */
 interface ConnectionWatch {
   closed: boolean;
@@ -125,7 +131,7 @@ export class PostgresEngine implements Engine<PgSql> {
    * are held as long as its session lives, and given up with it when the instance dies. postgres.js reconnects it
    * by itself; the locks of the lost session are then gone, which their holders check for.
    */
-  readonly lockSession: postgres.Sql;
+  private readonly lockSession: postgres.Sql;
   private readonly leaders: AdvisoryLeadership;
   /** The transaction the current work runs in, and the notifications it sends when its work has succeeded. */
   private readonly open = new AsyncLocalStorage<OpenTransaction>();
@@ -189,6 +195,19 @@ export class PostgresEngine implements Engine<PgSql> {
   }
 
   private async begin<T>(options: string, work: (tx: PgSql) => T, { joinable = true, on = this.sql } = {}): Promise<Awaited<T>> {
+    const since = performance.now();
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await this.beginOnce(options, work, joinable, on);
+      if (outcome.ok) return outcome.value;
+      // A connection's first statement after the server ended its previous session is failed with that session's
+      // error at once (postgres.js 3.4 keeps it): nothing of the work ran, so it begins again, once, on a new one.
+      const stale = !outcome.started && isConnectionLost(outcome.error) && performance.now() - since < STALE_FAILURE_MS;
+      if (attempt > 1 || !stale) throw classifyDatabaseError(outcome.error);
+    }
+  }
+
+  /** One attempt of `begin`: its outcome, and whether the work started (then it must not run again). */
+  private async beginOnce<T>(options: string, work: (tx: PgSql) => T, joinable: boolean, on: postgres.Sql): Promise<{ ok: true; value: Awaited<T> } | { ok: false; error: unknown; started: boolean }> {
     let started = false;
     let abandoned = false;
     let timer: NodeJS.Timeout | undefined;
@@ -208,9 +227,9 @@ export class PostgresEngine implements Engine<PgSql> {
       }, WAIT_FOR_CONNECTION_MS);
     });
     try {
-      return await Promise.race([transaction, waited]);
+      return { ok: true, value: await Promise.race([transaction, waited]) };
     } catch (error) {
-      throw classifyDatabaseError(error);
+      return { ok: false, error, started: started || abandoned };
     } finally {
       clearTimeout(timer);
     }

@@ -153,8 +153,11 @@ const isUnavailable = (error: unknown) => error instanceof AppError && error.cod
 // postgres.js 3.4 writes a transaction's ROLLBACK (or any later statement) on its connection even once that
 // connection has closed, and the write then throws from a timer: uncaught, the process would end (node:test fails
 // the test it runs in). Each test below asks the engine again afterwards, past that timer.
-test('a transaction whose connection is cut under a statement fails unavailable; the process and the pool go on', async () => {
-  const cutting = instance();
+test('a transaction whose connection is cut under a statement fails unavailable; the process and the connection go on', async () => {
+  // One connection: the next transaction takes the one that was cut (postgres.js 3.4 then hands its first statement
+  // the old session's shutdown error, 57P01: the engine begins again once, so that it is not answered `unavailable`).
+  const cutting = new PostgresEngine(URL, { max: 1 });
+  engines.push(cutting);
   const table = await notesTable();
   const failed = cutting.write(async (tx) => {
     await insert(tx, table, 'lost with the session');
@@ -162,8 +165,8 @@ test('a transaction whose connection is cut under a statement fails unavailable;
     await Promise.all([tx`SELECT pg_sleep(5)`, cut(pid)]);
   });
   await assert.rejects(failed, isUnavailable);
-  for (let i = 0; i < 8; i++) await cutting.write((tx) => insert(tx, table, `after ${i}`));
-  assert.deepEqual(await texts(table), Array.from({ length: 8 }, (_, i) => `after ${i}`));
+  for (let i = 0; i < 3; i++) await cutting.write((tx) => insert(tx, table, `after ${i}`));
+  assert.deepEqual(await texts(table), ['after 0', 'after 1', 'after 2']);
 });
 
 test('a transaction whose connection closes while its work waits on something else fails at once, and sends nothing more', async () => {
