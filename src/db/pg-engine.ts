@@ -77,6 +77,16 @@ const CLOSE_AFTER_SHUTDOWN_MS = 1_000;
  */
 const STALE_FAILURE_MS = 250;
 
+/** A connection reserved by `PostgresEngine.reserve`. */
+export interface ReservedConnection {
+  /** Its statements; they throw CONNECTION_CLOSED once it has closed. */
+  readonly sql: PgSql;
+  /** Whether it has closed (the server ended its session, or its socket failed). */
+  readonly lost: boolean;
+  /** Gives it back to the pool (a lost one is the pool's already). */
+  release(): void;
+}
+
 /** Whether a transaction's connection has closed under it (postgres.js then rejects the transaction at once). */
 interface ConnectionWatch {
   closed: boolean;
@@ -97,7 +107,7 @@ const SENDING = new Set<PropertyKey>(['unsafe', 'file', 'savepoint']);
  * CONNECTION_CLOSED instead of going to postgres.js, which would write it on the closed connection from a timer and
  * throw there, uncaught (3.4). (Work awaiting something else when the connection closes sends its next one then.)
  */
-function closedWith(tx: postgres.TransactionSql, connection: ConnectionWatch): postgres.TransactionSql {
+function closedWith<S extends PgSql>(tx: S, connection: Pick<ConnectionWatch, 'closed'>): S {
   return new Proxy(tx, {
     apply(target, self, args) {
       if (connection.closed) throw connectionClosedError();
@@ -186,6 +196,47 @@ export class PostgresEngine implements Engine<PgSql> {
    * when no host is reachable; the transaction, should it start later all the same, then rolls back at once: its
    * caller was told it failed.
    */
+  /**
+   * Reserves one connection of the pool for work that spans transactions (an import job's staging table lives in its
+   * session). Once that connection has closed, its statements throw CONNECTION_CLOSED (postgres.js 3.4 would send
+   * them on the closed connection from a timer, and throw there, uncaught) and `release` leaves it to the pool, which
+   * took it back already. Throws AppError `unavailable` when no primary is reachable.
+   */
+  async reserve(): Promise<ReservedConnection> {
+    let conn: postgres.ReservedSql;
+    try {
+      conn = await this.sql.reserve();
+    } catch (error) {
+      throw classifyDatabaseError(error);
+    }
+    const watch: ConnectionWatch = { closed: false, closing: new Promise<boolean>(() => {}) };
+    let connection: { onclose?: ((error: unknown) => void) | null } | undefined;
+    // postgres.js tells the connection object a first statement runs on, and calls its `onclose` when it closes (as
+    // its own transactions use it): that is how a reserved connection's end can be known.
+    const onexecute = (c: typeof connection) => {
+      connection = c;
+      c!.onclose = () => (watch.closed = true);
+      return true;
+    };
+    try {
+      await conn.unsafe('SELECT 1', [], { onexecute } as never);
+    } catch (error) {
+      if (!watch.closed) conn.release();
+      throw classifyDatabaseError(error);
+    }
+    return {
+      sql: closedWith(conn, watch),
+      get lost() {
+        return watch.closed;
+      },
+      release() {
+        if (watch.closed) return;
+        if (connection) connection.onclose = null;
+        conn.release();
+      },
+    };
+  }
+
   /**
    * Runs `work` in a transaction of its own on the lock session (see `lockSession`): what holds or gives up session
    * advisory locks, and the lease, which must not wait behind a busy pool. Throws as `write`.

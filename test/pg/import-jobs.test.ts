@@ -337,6 +337,36 @@ describe('PostgreSQL only', () => {
     await assertAggregatesExact('after a stopped job');
   });
 
+  test('a job whose connections are all cut (a failover) ends failed with its committed counts; the process and the pool go on', { timeout: 60_000 }, async () => {
+    const cut = endings();
+    const jobs = createPgImportJobs(engine, pgStore, feed, { folder: join(folder, 'cut'), maxBytes: 1e9, clock, onEnd: cut.onEnd });
+    try {
+      const rows = 30_000;
+      // Every session of this database but the one asking, as a primary going away ends them: the job's own (between
+      // two chunks, or under a statement), the feed's listening one, the idle ones of the pool.
+      let cutting: Promise<unknown> | undefined;
+      const cutOnFirstChunk = feed.subscribe((changes) => {
+        if (changes.length > 0) cutting ??= engine.write((tx) => tx`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+      });
+      const accepted = await jobs.accept(body(bigCsv('cut.example.com', rows, ['nobody@cut.example.com'])), upload());
+      while (!cutting) await feed.nextChange();
+      await cutting;
+      cutOnFirstChunk();
+      const job = await cut.of(accepted.id);
+      assert.equal(job.status, 'failed');
+      assert.ok(job.imported > 0 && job.rowsRead < rows, `${job.rowsRead} rows read`);
+      assert.equal(await countOn('cut.example.com'), job.imported, 'the counts say exactly what was stored');
+      assert.equal((await skippedOf(pgJobs, job.id)).length, job.skipped);
+      await assertAggregatesExact('after a cut job');
+      // The process is alive (postgres.js 3.4 would have thrown, uncaught, on a statement sent on the lost connection),
+      // and the next job runs on the pool.
+      const next = await jobs.accept(body(`${HEADER}\nafter@cut.example.com,A,France,1,1,2026-11-01,active,\n`), upload());
+      assert.deepEqual([(await cut.of(next.id)).status, (await cut.of(next.id)).imported], ['completed', 1]);
+    } finally {
+      await jobs.close();
+    }
+  });
+
   test('at start, the jobs a stopped process left running are interrupted; a new job then runs', async () => {
     await engine.sql`INSERT INTO import_jobs (id, status, columns, ignored_columns, created_by, started_at, rows_read, imported)
       VALUES ('left-running', 'running', '{"email":0}', '[]', 'user-1', ${NOW_MS - 1000}, 10, 10)`;

@@ -12,7 +12,7 @@
 // in its session, and a batch copied once serves several chunks. (Over TCP, each COPY costs about 40 ms however few
 // its rows: postgres.js leaves Nagle's algorithm on, and the server delays its acknowledgement.)
 import { MessageChannel } from 'node:worker_threads';
-import type { PgSql, PostgresEngine } from '../../db/pg-engine.ts';
+import type { PgSql, PostgresEngine, ReservedConnection } from '../../db/pg-engine.ts';
 import { isConnectionLost } from '../../db/unavailable.ts';
 import { receiveBatches } from '../imports/csv-job.ts';
 import { parseCsvFile, type ParsedBatch } from '../imports/csv-parser.ts';
@@ -81,9 +81,7 @@ export async function runPgCsvJob(job: JobToRun, path: string, deps: PgJobRunDep
   let chunkRows = FIRST_CHUNK_ROWS;
   /** Updating: the customers this job has stored or replaced, so a later row repeating an email is reported, not applied. */
   const seen = job.onExisting === 'update' ? new CustomerIdSet() : undefined;
-  let conn: Awaited<ReturnType<PostgresEngine['sql']['reserve']>> | undefined;
-  /** Whether the job's connection was lost (closed by the server, or its socket failed). */
-  let lost = false;
+  let reserved: ReservedConnection | undefined;
 
   /** Stages the batch unless it is the one staged. */
   const stage = async (on: PgSql, batch: ParsedBatch): Promise<Staged> => {
@@ -159,7 +157,8 @@ export async function runPgCsvJob(job: JobToRun, path: string, deps: PgJobRunDep
   };
 
   try {
-    conn = await deps.engine.sql.reserve();
+    reserved = await deps.engine.reserve();
+    const conn = reserved.sql;
     await openStaging(conn);
     let end: { bytes: number; broken?: SkippedRow } | undefined;
     for (;;) {
@@ -180,16 +179,12 @@ export async function runPgCsvJob(job: JobToRun, path: string, deps: PgJobRunDep
     }
   } catch (error) {
     if (error instanceof JobGone) return 'gone';
-    lost = isConnectionLost(error);
     throw error;
   } finally {
     parsed.close();
-    // The pooled connection goes back without the job's rows. A lost one is not touched again: postgres.js has put it
-    // back already, and a statement sent on it would throw from a timer, uncaught (see inTransaction).
-    if (!lost) {
-      await closeStaging(conn).catch(() => {});
-      conn?.release();
-    }
+    // The pooled connection goes back without the job's rows (a lost one is the pool's already, without them).
+    if (reserved && !reserved.lost) await closeStaging(reserved.sql).catch(() => {});
+    reserved?.release();
   }
 }
 
@@ -213,8 +208,8 @@ async function inTransaction<T>(conn: PgSql, work: (tx: PgSql) => Promise<{ valu
     await Promise.all([last, conn`COMMIT`]);
     return value;
   } catch (error) {
-    // On a lost connection the server has rolled back; postgres.js 3.4 would throw, uncaught, from the timer that
-    // sends a statement on a closed connection.
+    // On a lost connection the server has rolled back (and a statement sent on it would throw CONNECTION_CLOSED, or
+    // with a server's shutdown notice, be written as it closes).
     if (!isConnectionLost(error)) await conn`ROLLBACK`.catch(() => {});
     throw error;
   }
