@@ -262,8 +262,10 @@ export async function startService(options: StartOptions = {}): Promise<TestServ
       await app.leave();
       await engine.close();
       if (dir) rmSync(dir, { recursive: true, force: true });
-      // Hundreds of services run in a suite: their databases would fill the disk.
+      // Hundreds of services run in a suite: their databases (and the upload folders named after them, or after an
+      // in-memory database) would fill the disk.
       if (ownDatabase) await dropDatabase(config.databaseUrl!);
+      if (ownDatabase || config.databasePath === ':memory:') rmSync(app.uploads, { recursive: true, force: true });
     },
   };
 }
