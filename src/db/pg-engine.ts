@@ -6,6 +6,14 @@
 // Failover (product.md section 13): with a multi-host URL and target_session_attrs=read-write, connections find the
 // primary by themselves (pg-sockets.ts); while none is reachable, what runs through `write`, `read` and `ping` fails
 // within seconds with AppError `unavailable` (unavailable.ts), never waits for a primary to come back.
+//
+// Connections that close under their work (a failover, a session ended by the server) meet three faults of
+// postgres.js 3.4, worked around here: a statement sent on a closed connection (a transaction's ROLLBACK, a reserved
+// connection's next statement) throws from a timer, uncaught, so transactions and reserved connections send nothing
+// once theirs has closed (`closedWith`); the first statement on a connection whose previous session the server ended
+// fails with that session's error, so a transaction that fails so without starting begins again once; and on a
+// multi-host URL a connection's first statement never settles when the connection dies under it, so the service's
+// statements run in transactions (a BEGIN settles).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import postgres from 'postgres';
 import type { Engine, Leadership } from './engine.ts';
@@ -192,11 +200,6 @@ export class PostgresEngine implements Engine<PgSql> {
   }
 
   /**
-   * Runs `work` in a new transaction. Waiting for a connection ends with `unavailable` after WAIT_FOR_CONNECTION_MS
-   * when no host is reachable; the transaction, should it start later all the same, then rolls back at once: its
-   * caller was told it failed.
-   */
-  /**
    * Reserves one connection of the pool for work that spans transactions (an import job's staging table lives in its
    * session). Once that connection has closed, its statements throw CONNECTION_CLOSED (postgres.js 3.4 would send
    * them on the closed connection from a timer, and throw there, uncaught) and `release` leaves it to the pool, which
@@ -209,7 +212,7 @@ export class PostgresEngine implements Engine<PgSql> {
     } catch (error) {
       throw classifyDatabaseError(error);
     }
-    const watch: ConnectionWatch = { closed: false, closing: new Promise<boolean>(() => {}) };
+    const watch = { closed: false };
     let connection: { onclose?: ((error: unknown) => void) | null } | undefined;
     // postgres.js tells the connection object a first statement runs on, and calls its `onclose` when it closes (as
     // its own transactions use it): that is how a reserved connection's end can be known.
@@ -245,6 +248,12 @@ export class PostgresEngine implements Engine<PgSql> {
     return this.begin('', work, { joinable: false, on: this.lockSession });
   }
 
+  /**
+   * Runs `work` in a new transaction. Waiting for a connection ends with `unavailable` after WAIT_FOR_CONNECTION_MS
+   * when no host is reachable; the transaction, should it start later all the same, then rolls back at once: its
+   * caller was told it failed. `on` is the pool (the lock session for `onLockSession`); work that is not
+   * `joinable` runs outside every transaction's context.
+   */
   private async begin<T>(options: string, work: (tx: PgSql) => T, { joinable = true, on = this.sql } = {}): Promise<Awaited<T>> {
     const since = performance.now();
     for (let attempt = 1; ; attempt++) {
