@@ -13,7 +13,9 @@
 // once theirs has closed (`closedWith`); the first statement on a connection whose previous session the server ended
 // fails with that session's error, so a transaction that fails so without starting begins again once; and on a
 // multi-host URL a connection's first statement never settles when the connection dies under it, so the service's
-// statements run in transactions (a BEGIN settles).
+// statements run in transactions (a BEGIN settles). A fourth: a connection whose socket failed is taken back only
+// when Node reports it closed, a moment later, and a statement sent on it meanwhile is never answered; hence nothing
+// more is sent on one whose statement failed with its loss (`isConnectionLost`).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import postgres from 'postgres';
 import type { Engine, Leadership } from './engine.ts';
@@ -91,7 +93,10 @@ export interface ReservedConnection {
   readonly sql: PgSql;
   /** Whether it has closed (the server ended its session, or its socket failed). */
   readonly lost: boolean;
-  /** Gives it back to the pool (a lost one is the pool's already). */
+  /**
+   * Gives it back to the pool (a lost one is the pool's already). Not after a statement on it failed with the
+   * connection's loss (`isConnectionLost`): its close may come a moment later, and it would be handed out meanwhile.
+   */
   release(): void;
 }
 
@@ -224,7 +229,8 @@ export class PostgresEngine implements Engine<PgSql> {
     try {
       await conn.unsafe('SELECT 1', [], { onexecute } as never);
     } catch (error) {
-      if (!watch.closed) conn.release();
+      // A connection failing is not given back: its close may still be to come (and then the pool has it back).
+      if (!watch.closed && !isConnectionLost(error)) conn.release();
       throw classifyDatabaseError(error);
     }
     return {
