@@ -7,15 +7,15 @@
 // primary by themselves (pg-sockets.ts); while none is reachable, what runs through `write`, `read` and `ping` fails
 // within seconds with AppError `unavailable` (unavailable.ts), never waits for a primary to come back.
 //
-// Connections that close under their work (a failover, a session ended by the server) meet three faults of
+// Connections that close under their work (a failover, a session ended by the server) meet four faults of
 // postgres.js 3.4, worked around here: a statement sent on a closed connection (a transaction's ROLLBACK, a reserved
 // connection's next statement) throws from a timer, uncaught, so transactions and reserved connections send nothing
 // once theirs has closed (`closedWith`); the first statement on a connection whose previous session the server ended
 // fails with that session's error, so a transaction that fails so without starting begins again once; and on a
 // multi-host URL a connection's first statement never settles when the connection dies under it, so the service's
-// statements run in transactions (a BEGIN settles). A fourth: a connection whose socket failed is taken back only
-// when Node reports it closed, a moment later, and a statement sent on it meanwhile is never answered; hence nothing
-// more is sent on one whose statement failed with its loss (`isConnectionLost`).
+// statements run in transactions (a BEGIN settles); and a connection whose socket failed is taken back only when
+// Node reports it closed, a moment later, and a statement sent on it meanwhile is never answered, so nothing more is
+// sent on one whose statement failed with its loss (`isConnectionLost`).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import postgres from 'postgres';
 import type { Engine, Leadership } from './engine.ts';
@@ -91,12 +91,14 @@ const STALE_FAILURE_MS = 250;
 export interface ReservedConnection {
   /** Its statements; they throw CONNECTION_CLOSED once it has closed. */
   readonly sql: PgSql;
-  /** Whether it has closed (the server ended its session, or its socket failed). */
+  /** Whether it has closed (the server ended its session, or its socket failed), or a statement on it failed so. */
   readonly lost: boolean;
   /**
-   * Gives it back to the pool (a lost one is the pool's already). Not after a statement on it failed with the
-   * connection's loss (`isConnectionLost`): its close may come a moment later, and it would be handed out meanwhile.
+   * Told of a failure of the work on it: one saying the connection is lost (`isConnectionLost`) makes it `lost` at
+   * once, as its close may come a moment later (and it would be handed out again meanwhile).
    */
+  failed(error: unknown): void;
+  /** Gives it back to the pool, unless it is lost (the pool has it back already, or will at its close). */
   release(): void;
 }
 
@@ -218,6 +220,9 @@ export class PostgresEngine implements Engine<PgSql> {
       throw classifyDatabaseError(error);
     }
     const watch = { closed: false };
+    const failed = (error: unknown): void => {
+      if (isConnectionLost(error)) watch.closed = true;
+    };
     let connection: { onclose?: ((error: unknown) => void) | null } | undefined;
     // postgres.js tells the connection object a first statement runs on, and calls its `onclose` when it closes (as
     // its own transactions use it): that is how a reserved connection's end can be known.
@@ -229,8 +234,8 @@ export class PostgresEngine implements Engine<PgSql> {
     try {
       await conn.unsafe('SELECT 1', [], { onexecute } as never);
     } catch (error) {
-      // A connection failing is not given back: its close may still be to come (and then the pool has it back).
-      if (!watch.closed && !isConnectionLost(error)) conn.release();
+      failed(error);
+      if (!watch.closed) conn.release();
       throw classifyDatabaseError(error);
     }
     return {
@@ -238,6 +243,7 @@ export class PostgresEngine implements Engine<PgSql> {
       get lost() {
         return watch.closed;
       },
+      failed,
       release() {
         if (watch.closed) return;
         if (connection) connection.onclose = null;

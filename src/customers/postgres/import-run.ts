@@ -82,8 +82,6 @@ export async function runPgCsvJob(job: JobToRun, path: string, deps: PgJobRunDep
   /** Updating: the customers this job has stored or replaced, so a later row repeating an email is reported, not applied. */
   const seen = job.onExisting === 'update' ? new CustomerIdSet() : undefined;
   let reserved: ReservedConnection | undefined;
-  /** Whether the job failed with its connection's loss (the connection may not have closed yet). */
-  let failedWithConnection = false;
 
   /** Stages the batch unless it is the one staged. */
   const stage = async (on: PgSql, batch: ParsedBatch): Promise<Staged> => {
@@ -181,14 +179,12 @@ export async function runPgCsvJob(job: JobToRun, path: string, deps: PgJobRunDep
     }
   } catch (error) {
     if (error instanceof JobGone) return 'gone';
-    // The connection's close can come a moment after its failure: from the failure on, it is not used again (a
-    // statement sent meanwhile would be left unanswered by postgres.js 3.4, and the connection reused while closing).
-    failedWithConnection = isConnectionLost(error);
+    reserved?.failed(error); // a lost connection is not used again, even before its close
     throw error;
   } finally {
     parsed.close();
     // The pooled connection goes back without the job's rows (a lost one is the pool's already, without them).
-    if (reserved && !reserved.lost && !failedWithConnection) {
+    if (reserved && !reserved.lost) {
       await closeStaging(reserved.sql).catch(() => {});
       reserved.release();
     }
